@@ -1,0 +1,363 @@
+{{/* Chart name, overridable with nameOverride. */}}
+{{- define "riskwatch.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
+Resource name prefix: the release name, plus the chart name unless the release name holds it already.
+Role suffixes (-api, -worker, -scheduler, -migrate, -metrics) are at most 10 characters, hence 53.
+*/}}
+{{- define "riskwatch.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 53 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 53 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 53 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* Labels shared by every pod of the release, whatever its role. */}}
+{{- define "riskwatch.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "riskwatch.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "riskwatch.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{ include "riskwatch.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}
+
+{{/* Selector labels of one role. Call with (dict "root" $ "role" "api"). */}}
+{{- define "riskwatch.roleSelectorLabels" -}}
+{{ include "riskwatch.selectorLabels" .root }}
+app.kubernetes.io/component: {{ .role }}
+{{- end }}
+
+{{- define "riskwatch.roleLabels" -}}
+{{ include "riskwatch.labels" .root }}
+app.kubernetes.io/component: {{ .role }}
+{{- end }}
+
+{{/* The one image of every role: repository@digest, or repository:tag (default: appVersion). */}}
+{{- define "riskwatch.image" -}}
+{{- if .Values.image.digest }}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest }}
+{{- else }}
+{{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) }}
+{{- end }}
+{{- end }}
+
+{{- define "riskwatch.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "riskwatch.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{- define "riskwatch.secretName" -}}
+{{- .Values.secrets.existingSecret | default (include "riskwatch.fullname" .) }}
+{{- end }}
+
+{{/* Non-secret settings, as environment variables (the ConfigMap's data). */}}
+{{- define "riskwatch.configData" -}}
+{{- $c := .Values.config -}}
+RISKWATCH_HOST: "0.0.0.0"
+PORT: {{ .Values.containerPorts.http | int | quote }}
+METRICS_PORT: {{ .Values.containerPorts.metrics | int | quote }}
+LOG_LEVEL: {{ .Values.logLevel | quote }}
+RISKWATCH_TRUST_PROXY: {{ $c.trustProxy | quote }}
+RISKWATCH_BODY_LIMIT_KB: {{ $c.bodyLimitKb | int | quote }}
+RISKWATCH_SHUTDOWN_TIMEOUT_MS: {{ $c.shutdownTimeoutMs | int | quote }}
+DATABASE_POOL_MAX: {{ $c.databasePoolMax | int | quote }}
+REDIS_KEY_PREFIX: {{ $c.redisKeyPrefix | quote }}
+RISKWATCH_API_KEY_CACHE_MS: {{ $c.apiKeyCacheMs | int | quote }}
+RISKWATCH_RATE_LIMIT_DEFAULT_PER_MIN: {{ $c.rateLimitDefaultPerMin | int | quote }}
+RISKWATCH_USAGE_RETENTION_DAYS: {{ $c.usageRetentionDays | int | quote }}
+RISKWATCH_IMPACT_REFRESH_CRON: {{ $c.impactRefreshCron | quote }}
+RISKWATCH_USAGE_PRUNE_CRON: {{ $c.usagePruneCron | quote }}
+RISKWATCH_IMPACT_RELOAD_MS: {{ $c.impactReloadMs | int | quote }}
+JWT_ALGORITHMS: {{ $c.jwt.algorithms | quote }}
+JWT_ISSUER: {{ $c.jwt.issuer | quote }}
+JWT_AUDIENCE: {{ $c.jwt.audience | quote }}
+JWT_PUBLIC_KEY: {{ $c.jwt.publicKey | quote }}
+JWT_JWKS_URL: {{ $c.jwt.jwksUrl | quote }}
+JWT_CLOCK_TOLERANCE_S: {{ $c.jwt.clockToleranceS | int | quote }}
+JWT_ACCOUNT_CLAIM: {{ $c.jwt.accountClaim | quote }}
+JWT_ROLES_CLAIM: {{ $c.jwt.rolesClaim | quote }}
+JWT_KEY_ADMIN_ROLE: {{ $c.jwt.keyAdminRole | quote }}
+RISKWATCH_RPC_DEADLINE_MS: {{ $c.rpc.deadlineMs | int | quote }}
+RISKWATCH_RPC_TIMEOUT_MS: {{ $c.rpc.timeoutMs | int | quote }}
+RISKWATCH_RPC_RETRIES: {{ $c.rpc.retries | int | quote }}
+RISKWATCH_RPC_BACKOFF_BASE_MS: {{ $c.rpc.backoffBaseMs | int | quote }}
+RISKWATCH_RPC_BACKOFF_MAX_MS: {{ $c.rpc.backoffMaxMs | int | quote }}
+RISKWATCH_RPC_RATE_PER_S: {{ $c.rpc.ratePerS | int | quote }}
+RISKWATCH_RPC_CONCURRENCY: {{ $c.rpc.concurrency | int | quote }}
+RISKWATCH_RPC_BATCH_MAX: {{ $c.rpc.batchMax | int | quote }}
+RISKWATCH_RPC_CIRCUIT_FAILURES: {{ $c.rpc.circuitFailures | int | quote }}
+RISKWATCH_RPC_CIRCUIT_COOLDOWN_MS: {{ $c.rpc.circuitCooldownMs | int | quote }}
+{{- with .Values.releaseId }}
+RISKWATCH_RELEASE_ID: {{ . | quote }}
+{{- end }}
+{{- range $name, $value := .Values.extraConfig }}
+{{ $name }}: {{ $value | quote }}
+{{- end }}
+{{- end }}
+
+{{/*
+The built-in networks with node provider URLs: the key of each under secrets.rpcUrls (and
+secrets.existingSecretKeys.rpcUrls), and its environment variable (rpcEnvName in src/platform/config.ts).
+*/}}
+{{- define "riskwatch.rpcNetworks" -}}
+solanaMainnet: RISKWATCH_RPC_SOLANA_MAINNET
+solanaDevnet: RISKWATCH_RPC_SOLANA_DEVNET
+solanaTestnet: RISKWATCH_RPC_SOLANA_TESTNET
+ethereumMainnet: RISKWATCH_RPC_ETHEREUM_MAINNET
+ethereumSepolia: RISKWATCH_RPC_ETHEREUM_SEPOLIA
+baseMainnet: RISKWATCH_RPC_BASE_MAINNET
+arbitrumMainnet: RISKWATCH_RPC_ARBITRUM_MAINNET
+optimismMainnet: RISKWATCH_RPC_OPTIMISM_MAINNET
+polygonMainnet: RISKWATCH_RPC_POLYGON_MAINNET
+bscMainnet: RISKWATCH_RPC_BSC_MAINNET
+{{- end }}
+
+{{/* The chart-created Secret's data (base64). Empty values are left out: see secrets in values.yaml. */}}
+{{- define "riskwatch.secretData" -}}
+{{- with .Values.secrets }}
+{{- with .databaseUrl }}
+DATABASE_URL: {{ . | b64enc }}
+{{- end }}
+{{- with .redisUrl }}
+REDIS_URL: {{ . | b64enc }}
+{{- end }}
+{{- with .agentKeys }}
+AGENT_KEYS: {{ join "," . | b64enc }}
+{{- end }}
+{{- with .jwtSecret }}
+JWT_SECRET: {{ . | b64enc }}
+{{- end }}
+{{- end }}
+{{- $rpcUrls := .Values.secrets.rpcUrls | default dict }}
+{{- range $network, $env := include "riskwatch.rpcNetworks" . | fromYaml }}
+{{- with index $rpcUrls $network }}
+{{ $env }}: {{ join "," . | b64enc }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/*
+Secret environment variables, from the Secret `.secretName` whose keys are `.keys` (the Secret's key for
+each of databaseUrl, redisUrl, agentKeys, jwtSecret, and under rpcUrls for each network). DATABASE_URL and
+REDIS_URL are mandatory (a missing key keeps the pod from starting, with an event naming it); AGENT_KEYS,
+JWT_SECRET and the RISKWATCH_RPC_<CHAIN>_<NETWORK> variables are optional (a network whose key is absent is
+not configured).
+*/}}
+{{- define "riskwatch.secretEnv" -}}
+{{- $ref := . }}
+{{- range $env, $field := dict "DATABASE_URL" "databaseUrl" "REDIS_URL" "redisUrl" "AGENT_KEYS" "agentKeys" "JWT_SECRET" "jwtSecret" }}
+- name: {{ $env }}
+  valueFrom:
+    secretKeyRef:
+      name: {{ $ref.secretName }}
+      key: {{ index $ref.keys $field }}
+      optional: {{ or (eq $env "AGENT_KEYS") (eq $env "JWT_SECRET") }}
+{{- end }}
+{{- range $network, $env := include "riskwatch.rpcNetworks" . | fromYaml }}
+- name: {{ $env }}
+  valueFrom:
+    secretKeyRef:
+      name: {{ $ref.secretName }}
+      key: {{ index $ref.keys.rpcUrls $network }}
+      optional: true
+{{- end }}
+{{- end }}
+
+{{/* The keys of the chart-created Secret: each value under the name of its environment variable. */}}
+{{- define "riskwatch.chartSecretKeys" -}}
+databaseUrl: DATABASE_URL
+redisUrl: REDIS_URL
+agentKeys: AGENT_KEYS
+jwtSecret: JWT_SECRET
+rpcUrls:
+  {{- include "riskwatch.rpcNetworks" . | nindent 2 }}
+{{- end }}
+
+{{/* The Secret reference of the long-running pods: (dict "secretName" … "keys" …). */}}
+{{- define "riskwatch.secretRef" -}}
+{{- if .Values.secrets.existingSecret }}
+{{- toYaml (dict "secretName" .Values.secrets.existingSecret "keys" .Values.secrets.existingSecretKeys) }}
+{{- else }}
+{{- toYaml (dict "secretName" (include "riskwatch.fullname" .) "keys" (include "riskwatch.chartSecretKeys" . | fromYaml)) }}
+{{- end }}
+{{- end }}
+
+{{/*
+The riskwatch container of a role. Call with (dict "root" $ "role" "api" "configMap" NAME "secretRef" REF
+"resources" MAP), REF as riskwatch.secretRef makes it.
+The role is the command; the image's entrypoint (tini -- node dist/src/main.js) is kept.
+*/}}
+{{- define "riskwatch.container" -}}
+{{- $root := .root }}
+{{- $v := $root.Values -}}
+- name: {{ .role }}
+  image: {{ include "riskwatch.image" $root | quote }}
+  imagePullPolicy: {{ $v.image.pullPolicy }}
+  args: [{{ .role | quote }}]
+  securityContext:
+    {{- toYaml $v.securityContext | nindent 4 }}
+  envFrom:
+    - configMapRef:
+        name: {{ .configMap }}
+    {{- with $v.extraEnvFrom }}
+    {{- toYaml . | nindent 4 }}
+    {{- end }}
+  env:
+    {{- include "riskwatch.secretEnv" .secretRef | trim | nindent 4 }}
+    {{- with $v.extraEnv }}
+    {{- toYaml . | nindent 4 }}
+    {{- end }}
+  {{- if ne .role "migrate" }}
+  ports:
+    {{- if eq .role "api" }}
+    - name: http
+      containerPort: {{ $v.containerPorts.http | int }}
+      protocol: TCP
+    {{- end }}
+    - name: metrics
+      containerPort: {{ $v.containerPorts.metrics | int }}
+      protocol: TCP
+  {{- end }}
+  {{- if eq .role "api" }}
+  # The process is up: /healthz answers without touching PostgreSQL or Redis, so a database outage
+  # makes the API unready (below), never restarts it.
+  startupProbe:
+    httpGet:
+      path: /healthz
+      port: http
+    periodSeconds: 2
+    failureThreshold: 30
+  livenessProbe:
+    httpGet:
+      path: /healthz
+      port: http
+    periodSeconds: 10
+    timeoutSeconds: 3
+    failureThreshold: 3
+  # PostgreSQL and Redis reachable and no migration pending; fails first thing on SIGTERM.
+  readinessProbe:
+    httpGet:
+      path: /readyz
+      port: http
+    periodSeconds: 5
+    timeoutSeconds: 3
+    failureThreshold: 2
+  {{- if $v.api.preStopSleepSeconds }}
+  lifecycle:
+    preStop:
+      exec:
+        command: ["sleep", {{ $v.api.preStopSleepSeconds | int | toString | quote }}]
+  {{- end }}
+  {{- else if ne .role "migrate" }}
+  # worker and scheduler serve no HTTP API; their metrics listener answering shows the event loop runs.
+  startupProbe:
+    httpGet:
+      path: /metrics
+      port: metrics
+    periodSeconds: 2
+    failureThreshold: 30
+  livenessProbe:
+    httpGet:
+      path: /metrics
+      port: metrics
+    periodSeconds: 15
+    timeoutSeconds: 5
+    failureThreshold: 3
+  {{- end }}
+  {{- with .resources }}
+  resources:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  volumeMounts:
+    - name: tmp
+      mountPath: /tmp
+    {{- with $v.extraVolumeMounts }}
+    {{- toYaml . | nindent 4 }}
+    {{- end }}
+{{- end }}
+
+{{/* Pod spec fields shared by every role, after `containers`. Call with (dict "root" $ "serviceAccountName" NAME). */}}
+{{- define "riskwatch.podCommon" -}}
+serviceAccountName: {{ .serviceAccountName }}
+{{- with .root }}
+automountServiceAccountToken: false
+securityContext:
+  {{- toYaml .Values.podSecurityContext | nindent 2 }}
+{{- with .Values.imagePullSecrets }}
+imagePullSecrets:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .Values.priorityClassName }}
+priorityClassName: {{ . }}
+{{- end }}
+{{- with .Values.nodeSelector }}
+nodeSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .Values.affinity }}
+affinity:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .Values.tolerations }}
+tolerations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+volumes:
+  - name: tmp
+    emptyDir:
+      sizeLimit: {{ .Values.tmpSizeLimit }}
+  {{- with .Values.extraVolumes }}
+  {{- toYaml . | nindent 2 }}
+  {{- end }}
+{{- end }}
+{{- end }}
+
+{{/* Pod annotations from values, plus the Prometheus scrape annotations when asked for. */}}
+{{- define "riskwatch.podAnnotations" -}}
+{{- if .Values.metrics.podAnnotations }}
+prometheus.io/scrape: "true"
+prometheus.io/port: {{ .Values.containerPorts.metrics | int | quote }}
+prometheus.io/path: /metrics
+{{- end }}
+{{- with .Values.podAnnotations }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
+
+{{/* Stops the render when the grace period cannot cover the shutdown the pods are configured for. */}}
+{{- define "riskwatch.checkGracePeriod" -}}
+{{- $grace := int .Values.terminationGracePeriodSeconds }}
+{{- $needed := add (int .Values.api.preStopSleepSeconds) (div (add (int .Values.config.shutdownTimeoutMs) 999) 1000) }}
+{{- if le $grace $needed }}
+{{- fail (printf "terminationGracePeriodSeconds (%d) must exceed api.preStopSleepSeconds + config.shutdownTimeoutMs/1000 (%d s), or pods are killed while draining" $grace $needed) }}
+{{- end }}
+{{- end }}
+
+{{/* Stops the render on a backoff cap below its base, which the service would refuse at start. */}}
+{{- define "riskwatch.checkRpc" -}}
+{{- with .Values.config.rpc }}
+{{- if lt (int .backoffMaxMs) (int .backoffBaseMs) }}
+{{- fail (printf "config.rpc.backoffMaxMs (%d) must be at least config.rpc.backoffBaseMs (%d)" (int .backoffMaxMs) (int .backoffBaseMs)) }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* An IntOrString field: "50%" stays a string, 1 (a float64 when read from YAML) prints as 1. */}}
+{{- define "riskwatch.intOrString" -}}
+{{- if kindIs "string" . }}{{ quote . }}{{ else }}{{ int . }}{{ end }}
+{{- end }}

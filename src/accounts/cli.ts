@@ -1,0 +1,131 @@
+import { InvalidArgumentError, type Command } from 'commander';
+import type { Config } from '../platform/config.js';
+import { connectOrm } from '../platform/orm.js';
+import { AccountsService } from './service.js';
+
+type Print = (line: string) => void;
+
+const asDate = (value: string) => {
+  if (value === 'never') return null;
+  const d = new Date(value);
+  if (Number.isNaN(d.getTime())) throw new InvalidArgumentError('expected an RFC 3339 date or "never"');
+  return d;
+};
+const asPositiveInt = (value: string) => {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError('expected a positive whole number');
+  return n;
+};
+
+/** Operator commands (inside the VPC, no HTTP): accounts, entitlements, keys, bootstrap. */
+export function registerAccountCommands(
+  program: Command,
+  config: () => Readonly<Config>,
+  print: Print,
+): void {
+  const withService = async <T>(fn: (svc: AccountsService) => Promise<T>): Promise<T> => {
+    const cfg = config();
+    const orm = await connectOrm(cfg.database.url, 2);
+    try {
+      return await fn(
+        new AccountsService(orm, { keyCacheMs: 0, defaultRateLimitPerMin: cfg.rate_limit.default_per_min }),
+      );
+    } finally {
+      await orm.close();
+    }
+  };
+  const json = (value: unknown) => print(JSON.stringify(value, null, 2));
+
+  const accounts = program.command('accounts').description('manage accounts');
+  accounts
+    .command('create')
+    .description('create an account')
+    .requiredOption('--name <name>', 'display name')
+    .option('--org-id <orgId>', 'value of the JWT account claim for this account (default: the name)')
+    .action(async (opts: { name: string; orgId?: string }) => {
+      const account = await withService((s) =>
+        s.createAccount({ name: opts.name, ...(opts.orgId ? { orgId: opts.orgId } : {}) }),
+      );
+      json({ id: account.id, name: account.name, org_id: account.orgId, created_at: account.createdAt });
+    });
+
+  const entitlements = program.command('entitlements').description('manage Enterprise entitlements');
+  entitlements
+    .command('grant <account>')
+    .description('grant (or re-activate) the Enterprise entitlement of an account (id or org id)')
+    .option('--expires-at <date>', 'RFC 3339 expiry, or "never"', asDate)
+    .option('--rate-limit-per-min <n>', 'API requests per minute per key', asPositiveInt)
+    .action(async (account: string, opts: { expiresAt?: Date | null; rateLimitPerMin?: number }) => {
+      json(
+        await withService((s) =>
+          s.grantEntitlement(account, {
+            ...(opts.expiresAt !== undefined ? { expiresAt: opts.expiresAt } : {}),
+            ...(opts.rateLimitPerMin !== undefined ? { rateLimitPerMin: opts.rateLimitPerMin } : {}),
+          }),
+        ),
+      );
+    });
+  for (const [verb, status] of [
+    ['suspend', 'suspended'],
+    ['revoke', 'revoked'],
+  ] as const) {
+    entitlements
+      .command(`${verb} <account>`)
+      .description(`${verb} the Enterprise entitlement of an account`)
+      .action(async (account: string) =>
+        json(await withService((s) => s.setEntitlementStatus(account, status))),
+      );
+  }
+
+  const keys = program.command('keys').description('manage API keys');
+  keys
+    .command('create <account>')
+    .description('create an API key; the raw key is printed once and never stored')
+    .requiredOption('--name <name>', 'what the key is for')
+    .option('--expires-at <date>', 'RFC 3339 expiry', asDate)
+    .action(async (account: string, opts: { name: string; expiresAt?: Date | null }) => {
+      const created = await withService(async (s) => {
+        const acc = await s.getAccount(account);
+        return s.createKey(acc.id, { name: opts.name, expiresAt: opts.expiresAt ?? null, createdBy: 'cli' });
+      });
+      json({ ...created.view, key: created.key });
+    });
+  keys
+    .command('list <account>')
+    .description("list an account's API keys (prefixes only)")
+    .action(async (account: string) =>
+      json(await withService(async (s) => s.listKeys((await s.getAccount(account)).id))),
+    );
+  keys
+    .command('revoke <account> <keyId>')
+    .description('revoke an API key (refused on every replica within 5 s)')
+    .action(async (account: string, keyId: string) =>
+      json(await withService(async (s) => s.revokeKey((await s.getAccount(account)).id, keyId))),
+    );
+
+  program
+    .command('bootstrap')
+    .description('idempotent demo set-up: account "demo", an active entitlement, a new key printed once')
+    .option('--org-id <orgId>', 'org id of the demo account', 'demo')
+    .option('--no-key', 'do not create a key')
+    .option('--base-url <url>', 'base URL for the example calls', 'http://localhost:8080')
+    .action(async (opts: { orgId: string; key: boolean; baseUrl: string }) => {
+      const out = await withService((s) =>
+        s.bootstrap({ orgId: opts.orgId, name: opts.orgId, withKey: opts.key }),
+      );
+      print(`account      ${out.account.id} (org_id ${out.account.orgId})`);
+      print(
+        `entitlement  ${out.entitlement.plan} ${out.entitlement.status}, ${out.entitlement.rate_limit_per_min}/min`,
+      );
+      if (out.created) {
+        print(`api key      ${out.created.key}`);
+        print('             (shown once; only its hash is stored)');
+        print('');
+        print('Try it:');
+        print(`  curl -s ${opts.baseUrl}/api/public/impact`);
+        print(`  curl -s ${opts.baseUrl}/api/v1/usage -H 'X-API-Key: ${out.created.key}'`);
+        print(`  curl -s '${opts.baseUrl}/api/v1/usage?group_by=hour' -H 'X-API-Key: ${out.created.key}'`);
+        print(`  open ${opts.baseUrl}/docs`);
+      }
+    });
+}

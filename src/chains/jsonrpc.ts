@@ -1,0 +1,661 @@
+import { createHash } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import type { Registry } from 'prom-client';
+import { AppError } from '../platform/errors.js';
+import type { Logger } from '../platform/logger.js';
+import {
+  CircuitBreaker,
+  RedisRateGate,
+  Semaphore,
+  sleep,
+  TokenBucket,
+  unlimited,
+  type CircuitState,
+  type RateGate,
+} from './limits.js';
+import { RpcMetrics, type CallOutcome } from './rpc-metrics.js';
+
+/**
+ * A JSON-RPC error object the node answered with. It is an answer, not a provider failure: never retried,
+ * and analyzers can tell "not found / invalid params" (this) from "provider down" (`provider_unavailable`).
+ */
+export class RpcError extends Error {
+  override readonly name = 'RpcError';
+
+  constructor(
+    readonly method: string,
+    readonly code: number,
+    readonly rpcMessage: string,
+    readonly data: unknown,
+    /** The configured provider name (`solana/mainnet#0`), never its URL. */
+    readonly provider: string,
+  ) {
+    super(`${method} failed on ${provider}: ${rpcMessage} (code ${code})`);
+  }
+}
+
+/** Tuning of the providers of one network (`chains.defaults`, overridden per network). */
+export interface ProviderTuning {
+  deadlineMs: number;
+  timeoutMs: number;
+  retries: number;
+  backoffBaseMs: number;
+  backoffMaxMs: number;
+  /** JSON-RPC calls per second per URL; 0 = no limit. */
+  ratePerS: number;
+  concurrency: number;
+  batchMax: number;
+  circuitFailures: number;
+  circuitCooldownMs: number;
+}
+
+export interface JsonRpcClientOptions extends ProviderTuning {
+  /** `solana/mainnet`: names the providers (`solana/mainnet#0`, …) in messages, logs and metrics. */
+  network: string;
+  /** In failover order. Never logged, never a label. */
+  urls: readonly string[];
+  /** Methods that get their own metrics label; any other is counted as `other`. */
+  knownMethods?: readonly string[];
+  /** prom-client registry that receives the `riskwatch_rpc_*` metrics. */
+  metrics?: Registry;
+  logger?: Logger;
+  /** With a Redis client, `ratePerS` is shared by every process using the same Redis and key prefix. */
+  redis?: Redis;
+  redisKeyPrefix?: string;
+}
+
+export interface CallOptions {
+  /** Budget of this call (all attempts included); default the network's `deadlineMs`. */
+  deadlineMs?: number;
+  /** Abandons the wait for this caller (the shared upstream call may still finish for others). */
+  signal?: AbortSignal;
+  /**
+   * Calls of different groups never share an HTTP request, even when issued in the same tick (they still
+   * go out in parallel). E.g. history reads, which providers serve from slower archive storage and may
+   * fail on their own, kept apart from state reads so that one failing does not take the other down.
+   */
+  batchGroup?: string;
+}
+
+export interface ProviderStatus {
+  provider: string;
+  circuit: CircuitState;
+}
+
+interface PendingCall {
+  id: number;
+  method: string;
+  params: unknown;
+  group?: string;
+  deadlineAt: number;
+  settled: boolean;
+  lastFailure?: Failure;
+  resolve(value: unknown): void;
+  reject(err: Error): void;
+}
+
+interface Failure {
+  outcome: Exclude<CallOutcome, 'ok' | 'rpc_error'>;
+  reason: string;
+  retryAfterMs?: number;
+  /** 429s say "slow down", not "broken": they do not count towards opening the circuit. */
+  countsForCircuit: boolean;
+}
+
+interface RpcResponse {
+  result?: unknown;
+  error?: { code: number; message: string; data?: unknown };
+}
+
+type Exchange = { ok: true; responses: Map<number, RpcResponse> } | { ok: false; failure: Failure };
+
+class Endpoint {
+  blockedUntil = 0;
+  readonly circuit: CircuitBreaker;
+  readonly slots: Semaphore;
+
+  constructor(
+    readonly name: string,
+    readonly url: string,
+    readonly rate: RateGate,
+    concurrency: number,
+    circuit: { failures: number; cooldownMs: number },
+    onCircuit: (state: CircuitState) => void,
+  ) {
+    this.slots = new Semaphore(concurrency);
+    this.circuit = new CircuitBreaker(circuit.failures, circuit.cooldownMs, onCircuit);
+  }
+}
+
+/**
+ * JSON-RPC 2.0 over HTTP (Node's fetch: undici, keep-alive) to the provider URLs of one network.
+ *
+ * - Calls issued in the same tick go out together as batch arrays of at most `batchMax` (and at most
+ *   `ratePerS`) calls, one batch per `batchGroup`; a lone call goes as a plain request object.
+ * - Identical calls in flight (method + canonical params) share one upstream call (single-flight).
+ * - Every call has a deadline; each HTTP attempt a timeout within what is left of it.
+ * - Transient failures (network, timeout, HTTP error status, garbled body) are retried on the next
+ *   healthy URL, then with jittered exponential backoff; a `Retry-After` keeps the URL idle until then.
+ * - Per URL: a concurrency cap, a rate limit (Redis-shared when a client is given) and a circuit breaker.
+ * - Failures surface as `AppError('provider_unavailable')`; JSON-RPC error objects as `RpcError`.
+ */
+export class JsonRpcClient {
+  readonly network: string;
+  private readonly endpoints: Endpoint[];
+  private readonly tuning: ProviderTuning;
+  private readonly known: ReadonlySet<string>;
+  private readonly metrics?: RpcMetrics;
+  private readonly logger?: Logger;
+  private readonly inflight = new Map<string, Promise<unknown>>();
+  private queue: PendingCall[] = [];
+  private flushScheduled = false;
+  private nextId = 1;
+
+  constructor(options: JsonRpcClientOptions) {
+    if (options.urls.length === 0) throw new Error(`${options.network}: no RPC URL`);
+    this.network = options.network;
+    this.tuning = options;
+    this.known = new Set(options.knownMethods ?? []);
+    this.metrics = options.metrics ? RpcMetrics.for(options.metrics) : undefined;
+    this.logger = options.logger?.child({ network: options.network });
+    this.endpoints = options.urls.map((url, index) => {
+      const name = `${options.network}#${index}`;
+      this.metrics?.circuitOpen.set({ provider: name }, 0);
+      return new Endpoint(
+        name,
+        url,
+        rateGate(options, url),
+        options.concurrency,
+        { failures: options.circuitFailures, cooldownMs: options.circuitCooldownMs },
+        (state) => this.onCircuit(name, state),
+      );
+    });
+  }
+
+  /** Provider names in failover order (`solana/mainnet#0`, …). */
+  get providers(): string[] {
+    return this.endpoints.map((e) => e.name);
+  }
+
+  status(): ProviderStatus[] {
+    return this.endpoints.map((e) => ({ provider: e.name, circuit: e.circuit.state }));
+  }
+
+  /**
+   * One JSON-RPC call; batched with the calls of the same tick and shared with identical ones in flight
+   * (a caller that joins a shared call also shares its outcome, which may come at the first caller's
+   * earlier deadline). Resolves with the node's `result`; rejects with RpcError (the node's error
+   * object) or AppError('provider_unavailable').
+   */
+  call<T = unknown>(method: string, params: unknown = [], options: CallOptions = {}): Promise<T> {
+    const deadlineMs = options.deadlineMs ?? this.tuning.deadlineMs;
+    const deadlineAt = Date.now() + deadlineMs;
+    const key = `${method}:${canonicalJson(params)}`;
+    let flight = this.inflight.get(key);
+    const joined = flight !== undefined;
+    if (!flight) {
+      flight = this.enqueue(method, params, deadlineAt, deadlineMs, options.batchGroup);
+      const started = flight;
+      const forget = () => {
+        if (this.inflight.get(key) === started) this.inflight.delete(key);
+      };
+      started.then(forget, forget);
+      this.inflight.set(key, started);
+    }
+    if (!joined && !options.signal) return flight as Promise<T>;
+    return this.forCaller(flight as Promise<T>, method, deadlineAt, deadlineMs, options.signal);
+  }
+
+  /**
+   * One call to one provider URL, bypassing failover, retries and the circuit (health checks): how that
+   * URL answers right now. Rate and concurrency limits still apply.
+   */
+  async probe<T = unknown>(
+    provider: string,
+    method: string,
+    params: unknown = [],
+    timeoutMs = this.tuning.timeoutMs,
+  ): Promise<{ ok: true; result: T; latencyMs: number } | { ok: false; error: string; latencyMs: number }> {
+    const endpoint = this.endpoints.find((e) => e.name === provider);
+    if (!endpoint) throw new Error(`unknown provider ${provider}`);
+    const started = performance.now();
+    const latencyMs = () => Math.round(performance.now() - started);
+    const deadlineAt = Date.now() + timeoutMs;
+    const call: PendingCall = {
+      id: this.nextId++,
+      method,
+      params,
+      deadlineAt,
+      settled: false,
+      resolve: () => undefined,
+      reject: () => undefined,
+    };
+    if (!(await this.admit(endpoint, 1, deadlineAt)))
+      return { ok: false, error: 'no rate or concurrency slot in time', latencyMs: latencyMs() };
+    let exchange: Exchange;
+    try {
+      exchange = await this.exchange(endpoint, [call], deadlineAt);
+    } finally {
+      endpoint.slots.release();
+    }
+    if (!exchange.ok) return { ok: false, error: exchange.failure.reason, latencyMs: latencyMs() };
+    const response = exchange.responses.get(call.id);
+    if (response?.error)
+      return { ok: false, error: `RPC error ${response.error.code}`, latencyMs: latencyMs() };
+    return { ok: true, result: response?.result as T, latencyMs: latencyMs() };
+  }
+
+  private enqueue(
+    method: string,
+    params: unknown,
+    deadlineAt: number,
+    deadlineMs: number,
+    group?: string,
+  ): Promise<unknown> {
+    return new Promise((resolve, reject) => {
+      const call: PendingCall = {
+        id: this.nextId++,
+        method,
+        params,
+        group,
+        deadlineAt,
+        settled: false,
+        resolve: (value) => {
+          if (call.settled) return;
+          call.settled = true;
+          clearTimeout(timer);
+          resolve(value);
+        },
+        reject: (err) => {
+          if (call.settled) return;
+          call.settled = true;
+          clearTimeout(timer);
+          reject(err);
+        },
+      };
+      const timer = setTimeout(() => call.reject(this.deadlineError(method, deadlineMs, call)), deadlineMs);
+      this.queue.push(call);
+      if (!this.flushScheduled) {
+        this.flushScheduled = true;
+        setImmediate(() => this.flush());
+      }
+    });
+  }
+
+  /** A caller's own view of a (possibly shared) flight: its own deadline and abort signal. */
+  private forCaller<T>(
+    flight: Promise<T>,
+    method: string,
+    deadlineAt: number,
+    deadlineMs: number,
+    signal?: AbortSignal,
+  ): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      const done = () => {
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+      };
+      const onAbort = () => {
+        done();
+        reject(this.unavailable(`the ${method} call was abandoned by its caller`));
+      };
+      const timer = setTimeout(
+        () => {
+          done();
+          reject(this.deadlineError(method, deadlineMs));
+        },
+        Math.max(0, deadlineAt - Date.now()),
+      );
+      if (signal?.aborted) return onAbort();
+      signal?.addEventListener('abort', onAbort, { once: true });
+      flight.then(
+        (value) => {
+          done();
+          resolve(value);
+        },
+        (err: unknown) => {
+          done();
+          reject(err instanceof Error ? err : new Error(String(err)));
+        },
+      );
+    });
+  }
+
+  private flush(): void {
+    this.flushScheduled = false;
+    const calls = this.queue;
+    this.queue = [];
+    const size = Math.max(1, Math.min(this.tuning.batchMax, this.tuning.ratePerS || Infinity));
+    const groups = new Map<string | undefined, PendingCall[]>();
+    for (const call of calls) {
+      const group = groups.get(call.group);
+      if (group) group.push(call);
+      else groups.set(call.group, [call]);
+    }
+    const batches: PendingCall[][] = [];
+    for (const group of groups.values())
+      for (let i = 0; i < group.length; i += size) batches.push(group.slice(i, i + size));
+    for (const batch of batches) {
+      this.run(batch).catch((err: unknown) => {
+        this.logger?.error({ err: { message: (err as Error).message } }, 'rpc batch runner failed');
+        for (const call of batch) call.reject(this.unavailable('internal error in the RPC client'));
+      });
+    }
+  }
+
+  /** Attempts of one batch until every call is answered, failed, or past its deadline. */
+  private async run(calls: PendingCall[]): Promise<void> {
+    const tried = new Set<Endpoint>();
+    let attempts = 0;
+    let last: Failure | undefined;
+    for (;;) {
+      let pending = calls.filter((c) => !c.settled);
+      if (pending.length === 0) return;
+      const deadlineAt = Math.max(...pending.map((c) => c.deadlineAt));
+
+      if (attempts > 0 && !last?.retryAfterMs && !this.hasUntried(tried)) {
+        const cap = Math.min(this.tuning.backoffMaxMs, this.tuning.backoffBaseMs * 2 ** (attempts - 1));
+        const delay = Math.random() * cap;
+        if (Date.now() + delay >= deadlineAt) return this.fail(pending, last);
+        await sleep(delay);
+      }
+
+      const pick = this.pick(tried);
+      if (!pick.endpoint) {
+        if (pick.retryAt === undefined || pick.retryAt >= deadlineAt)
+          return this.fail(pending, last, pick.why);
+        await sleep(pick.retryAt - Date.now());
+        continue;
+      }
+      const endpoint = pick.endpoint;
+      if (!(await this.admit(endpoint, pending.length, deadlineAt))) {
+        endpoint.circuit.release();
+        return this.fail(
+          calls.filter((c) => !c.settled),
+          last ?? {
+            outcome: 'timeout',
+            reason: 'no rate-limit or concurrency slot before the deadline',
+            countsForCircuit: false,
+          },
+        );
+      }
+      let exchange: Exchange;
+      try {
+        pending = calls.filter((c) => !c.settled);
+        if (pending.length === 0) {
+          endpoint.circuit.release();
+          return;
+        }
+        exchange = await this.exchange(endpoint, pending, deadlineAt);
+      } finally {
+        endpoint.slots.release();
+      }
+      attempts++;
+
+      if (exchange.ok) {
+        const missing: PendingCall[] = [];
+        for (const call of pending) {
+          const response = exchange.responses.get(call.id);
+          if (!response) missing.push(call);
+          else if (response.error) {
+            const { code, message, data } = response.error;
+            call.reject(new RpcError(call.method, code, message, data, endpoint.name));
+          } else call.resolve(response.result);
+        }
+        if (missing.length === 0) {
+          endpoint.circuit.success();
+          return;
+        }
+        last = {
+          outcome: 'bad_response',
+          reason: 'the batch answer lacked some calls',
+          countsForCircuit: true,
+        };
+      } else {
+        last = exchange.failure;
+      }
+
+      tried.add(endpoint);
+      if (last.countsForCircuit) endpoint.circuit.failure(Date.now());
+      else endpoint.circuit.release();
+      if (last.retryAfterMs) endpoint.blockedUntil = Date.now() + last.retryAfterMs;
+      for (const call of pending) call.lastFailure = last;
+      this.logger?.debug(
+        {
+          provider: endpoint.name,
+          outcome: last.outcome,
+          reason: last.reason,
+          calls: pending.length,
+          attempts,
+        },
+        'rpc attempt failed',
+      );
+      if (attempts > this.tuning.retries) return this.fail(pending, last);
+    }
+  }
+
+  private hasUntried(tried: Set<Endpoint>): boolean {
+    const now = Date.now();
+    return this.endpoints.some(
+      (e) => !tried.has(e) && e.blockedUntil <= now && e.circuit.nextPassAt(now) <= now,
+    );
+  }
+
+  /** The first usable URL, untried ones first; else when one will be usable. */
+  private pick(tried: Set<Endpoint>): { endpoint?: Endpoint; retryAt?: number; why?: string } {
+    const now = Date.now();
+    const ready = (e: Endpoint) => e.blockedUntil <= now && e.circuit.nextPassAt(now) <= now;
+    for (const untriedOnly of [true, false]) {
+      for (const e of this.endpoints) {
+        if (untriedOnly && tried.has(e)) continue;
+        if (ready(e) && e.circuit.tryPass(now)) return { endpoint: e };
+      }
+    }
+    // An open circuit fails fast; only a provider's own Retry-After is worth waiting for.
+    const waitable = this.endpoints.filter((e) => e.circuit.nextPassAt(now) <= now);
+    const retryAt = Math.min(...waitable.map((e) => e.blockedUntil));
+    return {
+      retryAt: Number.isFinite(retryAt) ? retryAt : undefined,
+      why:
+        waitable.length === 0
+          ? 'circuit open on every provider URL'
+          : 'every provider URL asked to wait (Retry-After)',
+    };
+  }
+
+  private async admit(endpoint: Endpoint, calls: number, deadlineAt: number): Promise<boolean> {
+    if (!(await endpoint.slots.acquire(deadlineAt))) return false;
+    let admitted: boolean;
+    try {
+      admitted = await endpoint.rate.take(calls, deadlineAt);
+    } catch (err) {
+      this.logger?.warn(
+        { err: { message: (err as Error).message } },
+        'rpc rate limiter failed; call let through',
+      );
+      admitted = true;
+    }
+    if (!admitted) endpoint.slots.release();
+    return admitted;
+  }
+
+  /** One HTTP request carrying `calls`; classifies the outcome and records metrics per call. */
+  private async exchange(endpoint: Endpoint, calls: PendingCall[], deadlineAt: number): Promise<Exchange> {
+    const timeoutMs = Math.max(1, Math.min(this.tuning.timeoutMs, deadlineAt - Date.now()));
+    const messages = calls.map((c) => ({ jsonrpc: '2.0', id: c.id, method: c.method, params: c.params }));
+    const started = performance.now();
+    const result = await this.send(endpoint, calls.length === 1 ? messages[0] : messages, timeoutMs);
+    const seconds = (performance.now() - started) / 1000;
+    if (this.metrics) {
+      for (const call of calls) {
+        const method = this.known.has(call.method) ? call.method : 'other';
+        const response = result.ok ? result.responses.get(call.id) : undefined;
+        const outcome: CallOutcome = !result.ok
+          ? result.failure.outcome
+          : !response
+            ? 'bad_response'
+            : response.error
+              ? 'rpc_error'
+              : 'ok';
+        this.metrics.calls.inc({ provider: endpoint.name, method, outcome });
+        this.metrics.duration.observe({ provider: endpoint.name, method }, seconds);
+      }
+    }
+    return result;
+  }
+
+  private async send(endpoint: Endpoint, body: unknown, timeoutMs: number): Promise<Exchange> {
+    let response: Response;
+    let text: string;
+    try {
+      response = await fetch(endpoint.url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json' },
+        body: JSON.stringify(body),
+        signal: AbortSignal.timeout(timeoutMs),
+      });
+      text = await response.text();
+    } catch (err) {
+      const e = err as Error & { cause?: { code?: string } };
+      if (e.name === 'TimeoutError' || e.name === 'AbortError')
+        return failed('timeout', `no answer within ${timeoutMs} ms`);
+      // Only the error code: undici messages may quote the URL.
+      return failed('network_error', `network error (${e.cause?.code ?? e.name})`);
+    }
+    const status = response.status;
+    const retryAfterMs = parseRetryAfter(response.headers.get('retry-after'));
+    if (status === 429)
+      return failed('http_429', 'HTTP 429 (rate limited by the provider)', retryAfterMs, false);
+    if (status >= 500 || status === 408) return failed('http_5xx', `HTTP ${status}`, retryAfterMs);
+    const parsed = parseResponses(text, Array.isArray(body) ? undefined : (body as { id: number }).id);
+    if (status >= 200 && status < 300)
+      return parsed ?? failed('bad_response', 'the answer was not valid JSON-RPC (garbled or truncated)');
+    // Some providers answer a JSON-RPC error with a 4xx status: still an answer when it parses as one.
+    if (parsed?.ok && parsed.responses.size > 0) return parsed;
+    return failed('http_4xx', `HTTP ${status}`);
+  }
+
+  private fail(calls: PendingCall[], last?: Failure, why?: string): void {
+    const reason = last?.reason ?? why ?? 'no provider URL available';
+    for (const call of calls) {
+      call.reject(
+        this.unavailable(
+          `${call.method} failed: ${why && last ? `${why}; last failure: ` : ''}${reason}`,
+          last,
+        ),
+      );
+    }
+  }
+
+  private deadlineError(method: string, deadlineMs: number, call?: PendingCall): AppError {
+    const last = call?.lastFailure ? ` (last failure: ${call.lastFailure.reason})` : '';
+    return this.unavailable(`${method} got no answer within its ${deadlineMs} ms deadline${last}`);
+  }
+
+  private unavailable(detail: string, last?: Failure): AppError {
+    const retryAfterS = last?.retryAfterMs ? Math.ceil(last.retryAfterMs / 1000) : undefined;
+    return new AppError(
+      'provider_unavailable',
+      `The ${this.network} node provider is unavailable: ${detail}.`,
+      retryAfterS ? { retryAfterS } : {},
+    );
+  }
+
+  private onCircuit(provider: string, state: CircuitState): void {
+    this.metrics?.circuitOpen.set({ provider }, state === 'closed' ? 0 : 1);
+    if (state === 'open') this.logger?.warn({ provider }, 'rpc provider circuit opened');
+    else if (state === 'closed') this.logger?.info({ provider }, 'rpc provider circuit closed');
+  }
+}
+
+function failed(
+  outcome: Failure['outcome'],
+  reason: string,
+  retryAfterMs?: number,
+  countsForCircuit = true,
+): Exchange {
+  return { ok: false, failure: { outcome, reason, retryAfterMs, countsForCircuit } };
+}
+
+function rateGate(options: JsonRpcClientOptions, url: string): RateGate {
+  if (options.ratePerS <= 0) return unlimited;
+  if (!options.redis) return new TokenBucket(options.ratePerS);
+  // The budget belongs to the URL (its API key), so the key is derived from it, hashed: never stored.
+  const urlHash = createHash('sha256').update(url).digest('hex').slice(0, 16);
+  return new RedisRateGate(
+    options.redis,
+    `${options.redisKeyPrefix ?? ''}rpc-rate`,
+    urlHash,
+    options.ratePerS,
+  );
+}
+
+/** `Retry-After` as delay-seconds or an HTTP date, in ms; undefined when absent or unreadable. */
+export function parseRetryAfter(header: string | null, now = Date.now()): number | undefined {
+  if (!header) return undefined;
+  const value = header.trim();
+  if (/^\d+$/.test(value)) return Number(value) * 1000;
+  const at = Date.parse(value);
+  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
+}
+
+/**
+ * JSON with integers beyond 2^53 kept exact as bigint (Solana's u64 lamports and amounts are JSON
+ * numbers). Uses the reviver's source text (Node 22+).
+ */
+export function parseJson(text: string): unknown {
+  const revive = (_key: string, value: unknown, context?: { source?: string }): unknown =>
+    typeof value === 'number' &&
+    !Number.isSafeInteger(value) &&
+    context?.source !== undefined &&
+    /^-?\d+$/.test(context.source)
+      ? BigInt(context.source)
+      : value;
+  return JSON.parse(text, revive);
+}
+
+/**
+ * The responses of a JSON-RPC body, by id; undefined when the body is not JSON-RPC. `singleId` is the id
+ * of a lone (non-batch) request: an error answered with `id: null` (a parse or invalid-request error)
+ * belongs to it.
+ */
+function parseResponses(text: string, singleId?: number): Exchange | undefined {
+  let body: unknown;
+  try {
+    body = parseJson(text);
+  } catch {
+    return undefined;
+  }
+  const items = Array.isArray(body) ? body : [body];
+  if (singleId === undefined && !Array.isArray(body)) return undefined;
+  const responses = new Map<number, RpcResponse>();
+  for (const item of items) {
+    if (typeof item !== 'object' || item === null) return undefined;
+    const r = item as { id?: unknown; result?: unknown; error?: unknown };
+    const id = r.id === null && singleId !== undefined ? singleId : r.id;
+    if (typeof id !== 'number') continue;
+    if (r.error !== undefined && r.error !== null) {
+      const e = r.error as { code?: unknown; message?: unknown; data?: unknown } | null;
+      if (typeof e?.code !== 'number') return undefined;
+      responses.set(id, {
+        error: { code: e.code, message: typeof e.message === 'string' ? e.message : '', data: e.data },
+      });
+    } else if ('result' in r) {
+      responses.set(id, { result: r.result });
+    }
+  }
+  return { ok: true, responses };
+}
+
+/** Params as canonical JSON (object keys sorted): the single-flight key. */
+export function canonicalJson(value: unknown): string {
+  if (typeof value === 'bigint') return `"${value}n"`;
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    const entries = Object.entries(value as Record<string, unknown>)
+      .filter(([, v]) => v !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
+  }
+  return JSON.stringify(value) ?? 'null';
+}

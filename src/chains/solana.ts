@@ -1,0 +1,348 @@
+import { z } from 'zod';
+import { AppError } from '../platform/errors.js';
+import type { CallOptions, JsonRpcClient } from './jsonrpc.js';
+import { networkLabel, type NetworkDef } from './registry.js';
+
+/** Solana methods with their own metrics label (any other is counted as `other`). */
+export const SOLANA_METHODS = [
+  'getAccountInfo',
+  'getBalance',
+  'getBlockTime',
+  'getEpochInfo',
+  'getGenesisHash',
+  'getHealth',
+  'getLatestBlockhash',
+  'getMultipleAccounts',
+  'getProgramAccounts',
+  'getSignaturesForAddress',
+  'getSlot',
+  'getTokenAccountsByOwner',
+  'getTokenLargestAccounts',
+  'getTokenSupply',
+  'getTransaction',
+  'getVersion',
+] as const;
+
+/** getMultipleAccounts takes at most 100 keys per call. */
+export const MULTIPLE_ACCOUNTS_MAX = 100;
+
+export type Commitment = 'processed' | 'confirmed' | 'finalized';
+
+export interface SolanaReadOptions extends CallOptions {
+  /** Default: the client's (`confirmed`). */
+  commitment?: Commitment;
+  minContextSlot?: number;
+}
+
+/** Account reads: `dataSlice` returns only those bytes of each account's data (`space` stays the full size). */
+export interface SolanaAccountReadOptions extends SolanaReadOptions {
+  dataSlice?: { offset: number; length: number };
+}
+
+/** An account as the node stores it: raw `data` bytes (decode them with the program's codec). */
+export interface SolanaAccount {
+  owner: string;
+  lamports: bigint;
+  executable: boolean;
+  data: Uint8Array;
+  /** Allocated data size in bytes. */
+  space: number;
+}
+
+export interface TokenAccountBalance {
+  /** The token account (not its owner). */
+  address: string;
+  amount: bigint;
+  decimals: number;
+}
+
+export interface SignatureInfo {
+  signature: string;
+  slot: number;
+  /** null when the transaction succeeded. */
+  err: unknown;
+  memo: string | null;
+  blockTime: number | null;
+  confirmationStatus: Commitment | null;
+}
+
+export interface SolanaTransaction {
+  slot: number;
+  blockTime: number | null;
+  version: 'legacy' | number;
+  /** null when the transaction succeeded. */
+  err: unknown;
+  signatures: string[];
+  /** Static account keys, then the ones loaded from lookup tables (writable, then read-only). */
+  accountKeys: string[];
+  /** The node's whole answer (`json` encoding) for evidence. */
+  raw: unknown;
+}
+
+const u64 = z.union([z.number().int().nonnegative(), z.bigint().nonnegative()]).transform((v) => BigInt(v));
+const slot = z.number().int().nonnegative();
+const context = z.object({ slot });
+
+const account = z
+  .object({
+    owner: z.string(),
+    lamports: u64,
+    executable: z.boolean(),
+    data: z.tuple([z.string(), z.literal('base64')]),
+    space: z.number().int().nonnegative().optional(),
+  })
+  .transform((a): SolanaAccount => {
+    // A copy, not a view: small Buffers share Node's pool, which callers must never see through `.buffer`.
+    const data = new Uint8Array(Buffer.from(a.data[0], 'base64'));
+    return {
+      owner: a.owner,
+      lamports: a.lamports,
+      executable: a.executable,
+      data,
+      space: a.space ?? data.byteLength,
+    };
+  });
+
+const results = {
+  accounts: z.object({ context, value: z.array(account.nullable()) }),
+  account: z.object({ context, value: account.nullable() }),
+  balance: z.object({ context, value: u64 }),
+  slot,
+  largest: z.object({
+    context,
+    value: z.array(
+      z.object({ address: z.string(), amount: z.string().regex(/^\d+$/), decimals: z.number().int() }),
+    ),
+  }),
+  tokenAccounts: z.object({ context, value: z.array(z.object({ pubkey: z.string(), account })) }),
+  signatures: z.array(
+    z.object({
+      signature: z.string(),
+      slot,
+      err: z.unknown(),
+      memo: z.string().nullable().optional(),
+      blockTime: z.number().int().nullable().optional(),
+      confirmationStatus: z.enum(['processed', 'confirmed', 'finalized']).nullable().optional(),
+    }),
+  ),
+  transaction: z
+    .object({
+      slot,
+      blockTime: z.number().int().nullable().optional(),
+      version: z.union([z.literal('legacy'), z.number().int()]).optional(),
+      meta: z
+        .object({
+          err: z.unknown(),
+          loadedAddresses: z
+            .object({ writable: z.array(z.string()), readonly: z.array(z.string()) })
+            .optional(),
+        })
+        .nullable(),
+      transaction: z.object({
+        signatures: z.array(z.string()),
+        message: z.object({ accountKeys: z.array(z.string()) }),
+      }),
+    })
+    .nullable(),
+};
+
+/**
+ * Typed Solana JSON-RPC over a JsonRpcClient: account data always in `base64` (decoded to bytes here,
+ * interpreted by the callers' codecs), never `jsonParsed`. Calls made together (same tick) share one
+ * HTTP batch request; identical ones in flight share one upstream call.
+ */
+export class SolanaRpc {
+  constructor(
+    readonly rpc: JsonRpcClient,
+    readonly network: NetworkDef,
+    private readonly commitment: Commitment = 'confirmed',
+  ) {}
+
+  /**
+   * Any number of accounts, in chunks of ≤ 100 keys sent as one batch request. `accounts[i]` answers
+   * `addresses[i]` (null: no such account). `slot` is the lowest context slot of the chunks (0 when no
+   * address was asked, and no call made).
+   */
+  async getMultipleAccounts(
+    addresses: readonly string[],
+    options: SolanaAccountReadOptions = {},
+  ): Promise<{ slot: number; accounts: (SolanaAccount | null)[] }> {
+    if (addresses.length === 0) return { slot: 0, accounts: [] };
+    const chunks: string[][] = [];
+    for (let i = 0; i < addresses.length; i += MULTIPLE_ACCOUNTS_MAX)
+      chunks.push(addresses.slice(i, i + MULTIPLE_ACCOUNTS_MAX));
+    const answers = await Promise.all(
+      chunks.map((chunk) =>
+        this.read(
+          'getMultipleAccounts',
+          [chunk, this.config(options, { encoding: 'base64', dataSlice: options.dataSlice })],
+          results.accounts,
+          options,
+        ),
+      ),
+    );
+    answers.forEach((answer, i) => {
+      if (answer.value.length !== chunks[i]!.length)
+        throw this.malformed('getMultipleAccounts', 'answered a different number of accounts than asked');
+    });
+    return {
+      slot: Math.min(...answers.map((a) => a.context.slot)),
+      accounts: answers.flatMap((a) => a.value),
+    };
+  }
+
+  async getAccountInfo(
+    address: string,
+    options: SolanaAccountReadOptions = {},
+  ): Promise<{ slot: number; account: SolanaAccount | null }> {
+    const answer = await this.read(
+      'getAccountInfo',
+      [address, this.config(options, { encoding: 'base64', dataSlice: options.dataSlice })],
+      results.account,
+      options,
+    );
+    return { slot: answer.context.slot, account: answer.value };
+  }
+
+  async getBalance(
+    address: string,
+    options: SolanaReadOptions = {},
+  ): Promise<{ slot: number; lamports: bigint }> {
+    const answer = await this.read('getBalance', [address, this.config(options)], results.balance, options);
+    return { slot: answer.context.slot, lamports: answer.value };
+  }
+
+  getSlot(options: SolanaReadOptions = {}): Promise<number> {
+    return this.read('getSlot', [this.config(options)], results.slot, options);
+  }
+
+  /** The 20 largest token accounts of a mint (the RPC's fixed page), largest first. */
+  async getTokenLargestAccounts(
+    mint: string,
+    options: SolanaReadOptions = {},
+  ): Promise<{ slot: number; accounts: TokenAccountBalance[] }> {
+    const answer = await this.read(
+      'getTokenLargestAccounts',
+      [mint, this.config(options)],
+      results.largest,
+      options,
+    );
+    return {
+      slot: answer.context.slot,
+      accounts: answer.value.map((a) => ({
+        address: a.address,
+        amount: BigInt(a.amount),
+        decimals: a.decimals,
+      })),
+    };
+  }
+
+  /** The owner's token accounts under one token program (SPL Token or Token-2022), raw `base64` data. */
+  async getTokenAccountsByOwner(
+    owner: string,
+    programId: string,
+    options: SolanaReadOptions = {},
+  ): Promise<{ slot: number; accounts: { pubkey: string; account: SolanaAccount }[] }> {
+    const answer = await this.read(
+      'getTokenAccountsByOwner',
+      [owner, { programId }, this.config(options, { encoding: 'base64' })],
+      results.tokenAccounts,
+      options,
+    );
+    return { slot: answer.context.slot, accounts: answer.value };
+  }
+
+  /** Newest first; `limit` 1–1000. */
+  async getSignaturesForAddress(
+    address: string,
+    options: SolanaReadOptions & { limit?: number; before?: string; until?: string } = {},
+  ): Promise<SignatureInfo[]> {
+    const { limit = 1000, before, until } = options;
+    if (!Number.isInteger(limit) || limit < 1 || limit > 1000)
+      throw new RangeError('getSignaturesForAddress: limit must be an integer 1–1000');
+    const answer = await this.read(
+      'getSignaturesForAddress',
+      [address, this.config(options, { limit, before, until })],
+      results.signatures,
+      options,
+    );
+    return answer.map((s) => ({
+      signature: s.signature,
+      slot: s.slot,
+      err: s.err ?? null,
+      memo: s.memo ?? null,
+      blockTime: s.blockTime ?? null,
+      confirmationStatus: s.confirmationStatus ?? null,
+    }));
+  }
+
+  /** null when the node does not know the transaction (not found, or pruned from its history). */
+  async getTransaction(
+    signature: string,
+    options: SolanaReadOptions = {},
+  ): Promise<SolanaTransaction | null> {
+    const commitment = options.commitment === 'processed' ? 'confirmed' : options.commitment;
+    const raw: unknown = await this.rpc.call(
+      'getTransaction',
+      [
+        signature,
+        {
+          encoding: 'json',
+          maxSupportedTransactionVersion: 0,
+          commitment: commitment ?? this.commitment,
+        },
+      ],
+      { deadlineMs: options.deadlineMs, signal: options.signal, batchGroup: options.batchGroup },
+    );
+    const tx = this.check('getTransaction', results.transaction, raw);
+    if (!tx) return null;
+    const loaded = tx.meta?.loadedAddresses;
+    return {
+      slot: tx.slot,
+      blockTime: tx.blockTime ?? null,
+      version: tx.version ?? 'legacy',
+      err: tx.meta?.err ?? null,
+      signatures: tx.transaction.signatures,
+      accountKeys: [
+        ...tx.transaction.message.accountKeys,
+        ...(loaded?.writable ?? []),
+        ...(loaded?.readonly ?? []),
+      ],
+      raw,
+    };
+  }
+
+  private config(options: SolanaReadOptions, extra: Record<string, unknown> = {}): Record<string, unknown> {
+    const config: Record<string, unknown> = { commitment: options.commitment ?? this.commitment, ...extra };
+    if (options.minContextSlot !== undefined) config.minContextSlot = options.minContextSlot;
+    for (const key of Object.keys(config)) if (config[key] === undefined) delete config[key];
+    return config;
+  }
+
+  private async read<S extends z.ZodType>(
+    method: string,
+    params: unknown[],
+    schema: S,
+    options: CallOptions,
+  ): Promise<z.output<S>> {
+    const raw = await this.rpc.call(method, params, {
+      deadlineMs: options.deadlineMs,
+      signal: options.signal,
+      batchGroup: options.batchGroup,
+    });
+    return this.check(method, schema, raw);
+  }
+
+  private check<S extends z.ZodType>(method: string, schema: S, raw: unknown): z.output<S> {
+    const parsed = schema.safeParse(raw);
+    if (!parsed.success) throw this.malformed(method, 'answered in an unexpected shape');
+    return parsed.data;
+  }
+
+  private malformed(method: string, what: string): AppError {
+    return new AppError(
+      'provider_unavailable',
+      `The ${networkLabel(this.network)} node provider ${what} (${method}).`,
+    );
+  }
+}

@@ -1,0 +1,145 @@
+import type { Redis } from 'ioredis';
+import type { ChainProviders } from '../chains/providers.js';
+import { pendingMigrations } from '../db/migrate.js';
+import { aliveWorkers } from '../jobs/heartbeat.js';
+import type { JobQueues } from '../jobs/queues.js';
+import type { Orm } from '../platform/orm.js';
+import { UsageDrain } from '../usage/drain.js';
+
+type Status = 'pass' | 'warn' | 'fail';
+
+export interface CheckResult {
+  status: Status;
+  component_id?: string;
+  observed_value?: number;
+  observed_unit?: string;
+  oldest_wait_s?: number;
+  head?: number;
+  output?: string;
+}
+
+/** A queue whose oldest job has waited this long is a warning: work is not being picked up. */
+const QUEUE_STALE_S = 120;
+const CHECK_TIMEOUT_MS = 2000;
+
+async function timed<T>(fn: () => Promise<T>): Promise<{ ms: number; value: T }> {
+  const started = performance.now();
+  const value = await Promise.race([
+    fn(),
+    new Promise<never>((_, reject) =>
+      setTimeout(() => reject(new Error('timed out')), CHECK_TIMEOUT_MS).unref(),
+    ),
+  ]);
+  return { ms: Math.round(performance.now() - started), value };
+}
+
+/**
+ * Readiness (can this process serve?) and deep health (is the whole install healthy?). Migrations are
+ * re-checked until current, then remembered: they cannot become pending while this version runs.
+ */
+export class HealthService {
+  private migrationsCurrent = false;
+  private readonly startedAt = Date.now();
+
+  constructor(
+    private readonly deps: {
+      orm: Orm;
+      redis: Redis;
+      queues: JobQueues;
+      providers: ChainProviders;
+      usageStreamKey: string;
+      version: string;
+      releaseId: string;
+    },
+  ) {}
+
+  private async pending(): Promise<number> {
+    if (this.migrationsCurrent) return 0;
+    const n = await pendingMigrations(this.deps.orm);
+    this.migrationsCurrent = n === 0;
+    return n;
+  }
+
+  async ready(): Promise<boolean> {
+    try {
+      await timed(() => this.deps.orm.em.getConnection().execute('select 1'));
+      await timed(() => this.deps.redis.ping());
+      return (await timed(() => this.pending())).value === 0;
+    } catch {
+      return false;
+    }
+  }
+
+  async deep() {
+    const { orm, redis, queues, usageStreamKey } = this.deps;
+    const checks: Record<string, CheckResult[]> = {};
+    const fail = (err: unknown): CheckResult => ({ status: 'fail', output: (err as Error).message });
+
+    checks['postgres:responseTime'] = [
+      await timed(() => orm.em.getConnection().execute('select 1')).then(
+        ({ ms }) => ({ status: 'pass' as Status, observed_value: ms, observed_unit: 'ms' }),
+        fail,
+      ),
+    ];
+    checks['redis:responseTime'] = [
+      await timed(() => redis.ping()).then(
+        ({ ms }) => ({ status: 'pass' as Status, observed_value: ms, observed_unit: 'ms' }),
+        fail,
+      ),
+    ];
+    checks['migrations:pending'] = [
+      await timed(() => this.pending()).then(
+        ({ value }) => ({ status: (value === 0 ? 'pass' : 'fail') as Status, observed_value: value }),
+        fail,
+      ),
+    ];
+    checks['queues:waiting'] = await timed(async () => {
+      const jobs = await queues.waiting();
+      const usage = await UsageDrain.backlog(redis, usageStreamKey);
+      return [...jobs, { name: 'usage-drain', ...usage }];
+    }).then(
+      ({ value }) =>
+        value.map((q) => ({
+          status: q.oldestWaitS > QUEUE_STALE_S ? 'warn' : 'pass',
+          component_id: q.name,
+          observed_value: q.waiting,
+          oldest_wait_s: q.oldestWaitS,
+        })),
+      (err) => [fail(err)],
+    );
+    checks['workers:alive'] = [
+      await timed(() => aliveWorkers(redis, queues.prefix)).then(
+        ({ value }) => ({ status: (value > 0 ? 'pass' : 'warn') as Status, observed_value: value }),
+        fail,
+      ),
+    ];
+
+    // A provider that does not answer degrades the install (risk calls on that network fail with 503
+    // provider_unavailable) but does not take it down: the check is `warn`, never `fail`.
+    for (const p of await this.deps.providers.health(CHECK_TIMEOUT_MS)) {
+      const check: CheckResult = {
+        status: p.status === 'pass' ? 'pass' : 'warn',
+        component_id: p.provider,
+        observed_value: p.latency_ms,
+        observed_unit: 'ms',
+        ...(p.head !== undefined ? { head: p.head } : {}),
+        ...(p.error ? { output: p.error } : {}),
+      };
+      (checks[`provider:${p.network}`] ??= []).push(check);
+    }
+
+    const all = Object.values(checks).flat();
+    const status: Status = all.some((c) => c.status === 'fail')
+      ? 'fail'
+      : all.some((c) => c.status === 'warn')
+        ? 'warn'
+        : 'pass';
+    return {
+      status,
+      version: this.deps.version,
+      release_id: this.deps.releaseId,
+      uptime_s: Math.round((Date.now() - this.startedAt) / 1000),
+      checks,
+    };
+  }
+}

@@ -1,0 +1,149 @@
+import Koa, { type Context, type Next } from 'koa';
+import './state.js';
+import Router from '@koa/router';
+import compose from 'koa-compose';
+import { koaBody } from 'koa-body';
+import type { Redis } from 'ioredis';
+import { AppError } from '../platform/errors.js';
+import type { Logger } from '../platform/logger.js';
+import type { Metrics } from '../platform/metrics.js';
+import type { UsageRecorder } from '../usage/recorder.js';
+import { registerDocs } from './docs.js';
+import { authMiddleware, type AuthDeps } from './middleware/auth.js';
+import { errorMiddleware } from './middleware/errors.js';
+import { rateLimitMiddleware } from './middleware/rate-limit.js';
+import { requestIdMiddleware } from './middleware/request-id.js';
+import { buildOpenApiDocument } from './openapi.js';
+import { koaPath, parseOrThrow, type RouteSpec } from './route.js';
+
+export interface AppDeps {
+  logger: Logger;
+  metrics: Metrics;
+  auth: AuthDeps;
+  redis: Redis;
+  redisKeyPrefix: string;
+  usage: UsageRecorder;
+  bodyLimitKb: number;
+  trustProxy: boolean;
+  version: string;
+  routes: RouteSpec[];
+}
+
+const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
+
+function hasBody(ctx: Context): boolean {
+  return Boolean(ctx.get('transfer-encoding')) || Number(ctx.get('content-length') || 0) > 0;
+}
+
+/** Only `application/json` bodies, parsed strictly (objects/arrays) within the route's size limit. */
+function jsonBody(limitKb: number) {
+  const parse = koaBody({
+    json: true,
+    jsonStrict: true,
+    jsonLimit: `${limitKb}kb`,
+    multipart: false,
+    urlencoded: false,
+    text: false,
+    // Parser errors with a 4xx status (bad JSON, too large, bad charset) are answered by errorMiddleware;
+    // anything else while reading a body (a gzip body that is not gzip, a connection the client broke)
+    // is still the client's doing: 400, never 500.
+    onError: (err) => {
+      const status = (err as { status?: number }).status;
+      if (typeof status === 'number' && status >= 400 && status < 500) throw err;
+      throw new AppError('invalid_request', 'The request body could not be read.');
+    },
+  });
+  return async (ctx: Context, next: Next) => {
+    if (!BODY_METHODS.has(ctx.method) || !hasBody(ctx)) {
+      await next();
+      return;
+    }
+    if (!ctx.is('application/json'))
+      throw new AppError(
+        'unsupported_media_type',
+        'Request bodies must be JSON sent with Content-Type: application/json.',
+      );
+    await parse(ctx, next);
+  };
+}
+
+/** @koa/router's matched path for routes outside the specs (/docs assets, /openapi.json), as a template. */
+const matchedRoute = (ctx: Context) =>
+  (ctx as Context & { _matchedRoute?: string | RegExp })._matchedRoute?.toString().replace(/:(\w+)/g, '{$1}');
+
+/**
+ * Metrics and the access log for every response, in one layer: labels by route template (`unmatched` for
+ * unknown paths, so cardinality stays bounded); 2xx/3xx are logged at debug, 4xx at info, 5xx at warn.
+ */
+function observe(metrics: Metrics, logger: Logger) {
+  return async (ctx: Context, next: Next) => {
+    try {
+      await next();
+    } finally {
+      const seconds = (performance.now() - ctx.state.startedAt) / 1000;
+      const route = ctx.state.route ?? matchedRoute(ctx) ?? 'unmatched';
+      metrics.observeHttp(ctx.method, route, ctx.status, seconds);
+      const level = ctx.status >= 500 ? 'warn' : ctx.status >= 400 ? 'info' : 'debug';
+      if (logger.isLevelEnabled(level))
+        logger[level](
+          {
+            request_id: ctx.state.requestId,
+            method: ctx.method,
+            route: ctx.state.route ?? null,
+            status: ctx.status,
+            latency_ms: Math.round(seconds * 1000),
+            account_id: ctx.state.apiKey?.accountId ?? ctx.state.user?.accountId ?? undefined,
+          },
+          'request',
+        );
+    }
+  };
+}
+
+type Middleware = (ctx: Context, next: Next) => Promise<unknown>;
+
+/** One Koa route from its spec: validate → authorise → call the handler (one service call) → present. */
+function routeChain(spec: RouteSpec, deps: AppDeps, rateLimit: ReturnType<typeof rateLimitMiddleware>) {
+  const chain: Middleware[] = [
+    async (ctx, next) => {
+      ctx.state.route = spec.path;
+      await next();
+    },
+  ];
+  if (spec.auth !== 'none') chain.push(authMiddleware(spec.auth, deps.auth));
+  if (spec.auth === 'api_key') chain.push(deps.usage.middleware(), rateLimit);
+  if (spec.body) chain.push(jsonBody(spec.bodyLimitKb ?? deps.bodyLimitKb));
+  chain.push(async (ctx) => {
+    const input = {
+      query: spec.query ? parseOrThrow(spec.query, ctx.query, 'query') : undefined,
+      params: spec.params ? parseOrThrow(spec.params, ctx.params, 'path') : undefined,
+      body: spec.body ? parseOrThrow(spec.body, ctx.request.body, 'body') : undefined,
+    };
+    const result = await spec.handler(ctx, input);
+    ctx.status = result.status ?? 200;
+    if (result.headers) ctx.set(result.headers);
+    ctx.body = result.body;
+    if (result.contentType) ctx.type = result.contentType;
+  });
+  return chain;
+}
+
+export function createApp(deps: AppDeps): Koa {
+  const app = new Koa({ proxy: deps.trustProxy });
+  const router = new Router();
+  const rateLimit = rateLimitMiddleware(deps.redis, deps.redisKeyPrefix);
+
+  for (const spec of deps.routes)
+    // Composed once here: the router would otherwise compose the route's layers on every request.
+    router[spec.method](koaPath(spec.path), compose(routeChain(spec, deps, rateLimit)));
+  registerDocs(router, buildOpenApiDocument(deps.routes, { version: deps.version }));
+
+  app.use(requestIdMiddleware);
+  app.use(observe(deps.metrics, deps.logger));
+  app.use(errorMiddleware(deps.logger));
+  app.use(router.routes());
+  app.use(router.allowedMethods({ throw: true }));
+  // Errors are all answered by errorMiddleware; Koa's default handler would print them to stderr.
+  app.silent = true;
+  return app;
+}

@@ -1,0 +1,44 @@
+import { z } from 'zod';
+import { AppError } from '../platform/errors.js';
+import { defineRoute } from '../http/route.js';
+import type { ImpactService } from './service.js';
+
+const total = z.object({ total: z.int(), last_24h: z.int() });
+
+export const impactSchema = z
+  .object({
+    generated_at: z.string(),
+    assessments: total,
+    token_scans: total,
+    preflights: z.object({ total: z.int(), blocked: z.int(), warned: z.int() }),
+    high_risk_findings: z.object({ total: z.int() }),
+    watchlists: z.object({ targets_monitored: z.int(), alerts_delivered: z.int() }),
+    chains: z.array(z.string()),
+  })
+  .meta({ id: 'Impact' });
+
+export function impactRoutes(impact: ImpactService) {
+  return [
+    defineRoute({
+      method: 'get',
+      path: '/api/public/impact',
+      operationId: 'getImpact',
+      summary: 'Aggregate, tenant-free activity counters',
+      description:
+        'Counts of real assessments, scans, preflights, high-risk findings and watchlist activity, from a ' +
+        'periodically refreshed aggregate (`generated_at` says when). Zero until the work has happened.',
+      tag: 'Public',
+      auth: 'none',
+      responses: { 200: { description: 'Counters', schema: impactSchema } },
+      handler: () => {
+        const snapshot = impact.snapshot();
+        if (!snapshot) throw new AppError('dependency_unavailable', 'Impact counters are not available yet.');
+        return {
+          body: snapshot.json,
+          contentType: 'application/json; charset=utf-8',
+          headers: { 'Cache-Control': 'public, max-age=60' },
+        };
+      },
+    }),
+  ];
+}

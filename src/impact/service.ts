@@ -1,0 +1,106 @@
+import type { Logger } from '../platform/logger.js';
+import type { Orm } from '../platform/orm.js';
+
+/** Counter names features add to (`impact_counters.metric`). */
+export const IMPACT_METRICS = [
+  'assessments',
+  'token_scans',
+  'preflights',
+  'preflights_blocked',
+  'preflights_warned',
+  'high_risk_findings',
+  'watchlist_targets',
+  'alerts_delivered',
+] as const;
+export type ImpactMetric = (typeof IMPACT_METRICS)[number];
+
+export interface ImpactBody {
+  generated_at: string;
+  assessments: { total: number; last_24h: number };
+  token_scans: { total: number; last_24h: number };
+  preflights: { total: number; blocked: number; warned: number };
+  high_risk_findings: { total: number };
+  watchlists: { targets_monitored: number; alerts_delivered: number };
+  chains: string[];
+}
+
+/**
+ * The public impact numbers. `refresh()` (a worker job) folds the hourly counters into one snapshot row;
+ * API processes serve an in-memory copy of that row, re-read every few seconds, so the endpoint costs no
+ * query per request.
+ */
+export class ImpactService {
+  private current: { body: ImpactBody; json: string } | undefined;
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly orm: Orm,
+    private readonly chains: () => string[],
+    private readonly logger: Logger,
+  ) {}
+
+  async refresh(now = new Date()): Promise<ImpactBody> {
+    const conn = this.orm.em.getConnection();
+    const rows = await conn.execute<{ metric: string; total: string; last_24h: string }[]>(
+      `select metric, sum(count) as total,
+              coalesce(sum(count) filter (where hour > ?::timestamptz - interval '24 hours'), 0) as last_24h
+         from impact_counters group by metric`,
+      [now],
+    );
+    const value = (metric: ImpactMetric, field: 'total' | 'last_24h' = 'total') =>
+      Number(rows.find((r) => r.metric === metric)?.[field] ?? 0);
+    const body: ImpactBody = {
+      generated_at: now.toISOString(),
+      assessments: { total: value('assessments'), last_24h: value('assessments', 'last_24h') },
+      token_scans: { total: value('token_scans'), last_24h: value('token_scans', 'last_24h') },
+      preflights: {
+        total: value('preflights'),
+        blocked: value('preflights_blocked'),
+        warned: value('preflights_warned'),
+      },
+      high_risk_findings: { total: value('high_risk_findings') },
+      watchlists: {
+        targets_monitored: value('watchlist_targets'),
+        alerts_delivered: value('alerts_delivered'),
+      },
+      chains: this.chains(),
+    };
+    await conn.execute(
+      `insert into impact_snapshots (id, body, generated_at) values (1, ?, ?)
+       on conflict (id) do update set body = excluded.body, generated_at = excluded.generated_at`,
+      [JSON.stringify(body), now],
+    );
+    return body;
+  }
+
+  /** Re-reads the snapshot row now and then every `reloadMs`; builds one if none exists yet. */
+  async startReloading(reloadMs: number): Promise<void> {
+    await this.reload().catch((err: Error) =>
+      this.logger.warn({ err: { message: err.message } }, 'impact load failed'),
+    );
+    this.timer = setInterval(() => {
+      this.reload().catch((err: Error) =>
+        this.logger.warn({ err: { message: err.message } }, 'impact reload failed'),
+      );
+    }, reloadMs);
+    this.timer.unref();
+  }
+
+  stopReloading(): void {
+    clearInterval(this.timer);
+  }
+
+  private async reload(): Promise<void> {
+    const rows = await this.orm.em
+      .getConnection()
+      .execute<{ body: ImpactBody }[]>('select body from impact_snapshots where id = 1');
+    const body = rows[0]?.body ?? (await this.refresh());
+    // Serialized once per reload, not per request: the endpoint is hit by anyone, often.
+    this.current = { body, json: JSON.stringify(body) };
+  }
+
+  /** The latest snapshot, or undefined when none could be loaded yet (database unreachable since start). */
+  snapshot(): { body: ImpactBody; json: string } | undefined {
+    return this.current;
+  }
+}

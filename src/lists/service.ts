@@ -1,0 +1,395 @@
+import { UniqueConstraintViolationException } from '@mikro-orm/core';
+import { inferChainFromAddress, parseAddress } from '../chains/addresses.js';
+import { clip, resolveNetwork, type NetworkDef } from '../chains/registry.js';
+import { AppError, invalidRequest, notFound } from '../platform/errors.js';
+import { newId } from '../platform/ids.js';
+import type { Orm } from '../platform/orm.js';
+import { displayAddress, normaliseAddress } from './addresses.js';
+import { LIST_NAMES, ListEntrySchema, type ListEntry, type ListName } from './entities.js';
+import type { SanctionRecord } from './sanctions-files.js';
+
+/** A sanctions list that names an address. */
+export interface SanctionMatch {
+  source: string;
+  currency: string;
+  name: string;
+  uid: string | null;
+  /** YYYY-MM-DD: the publication date of the list the match comes from. */
+  list_as_of: string;
+}
+
+export interface ListEntryView {
+  id: string;
+  list: ListName;
+  /** EIP-55 for EVM addresses. */
+  target: string;
+  /** null: every chain. */
+  chain: string | null;
+  label: string | null;
+  reason: string | null;
+  created_at: string;
+  created_by: string;
+}
+
+/** What the lists say about one target for one account: the risk engine's single lookup. */
+export interface ListStatus {
+  denied: ListEntryView | null;
+  allowed: ListEntryView | null;
+  sanctioned: SanctionMatch | null;
+}
+
+export interface NewListEntry {
+  target: string;
+  chain?: string | null | undefined;
+  network?: string | null | undefined;
+  label?: string | null | undefined;
+  reason?: string | null | undefined;
+}
+
+export interface ListEntriesQuery {
+  limit: number;
+  cursor?: string | undefined;
+  target?: string | undefined;
+}
+
+export interface SanctionsImportResult {
+  source: string;
+  list_as_of: string;
+  total: number;
+  added: number;
+  removed: number;
+  by_currency: Record<string, number>;
+}
+
+export interface SanctionsSourceView {
+  source: string;
+  list_as_of: string;
+  imported_at: string;
+  total: number;
+  by_currency: Record<string, number>;
+}
+
+/** A raw-query row of list_entries (through row_to_json too: timestamps may arrive as strings). */
+interface EntryRow {
+  id: string;
+  list: ListName;
+  chain: string | null;
+  target: string;
+  label: string | null;
+  reason: string | null;
+  created_at: Date | string;
+  created_by: string;
+}
+
+interface SanctionRow {
+  source: string;
+  currency: string;
+  entity_name: string;
+  entity_uid: string | null;
+  list_as_of: string;
+}
+
+const ENTRY_COLUMNS = 'id, list, chain, target, label, reason, created_at, created_by';
+/** list_as_of as text: a `date` must not pass through a JS Date (and the server's time zone). */
+const SANCTION_COLUMNS = `source, currency, entity_name, entity_uid, to_char(list_as_of, 'YYYY-MM-DD') as list_as_of`;
+/** Rows per INSERT of an import (one JSON parameter each). */
+const IMPORT_BATCH = 5000;
+
+interface Cursor {
+  at: string;
+  id: string;
+}
+const encodeCursor = (c: Cursor) => Buffer.from(JSON.stringify(c)).toString('base64url');
+const CURSOR_AT = /^(?!0000)\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+const CURSOR_ID = /^lst_[0-9a-f]{28}$/;
+
+function decodeCursor(raw: string): Cursor {
+  try {
+    const c = JSON.parse(Buffer.from(raw, 'base64url').toString('utf8')) as Partial<Cursor>;
+    if (
+      typeof c.at === 'string' &&
+      CURSOR_AT.test(c.at) &&
+      !Number.isNaN(Date.parse(c.at)) &&
+      new Date(c.at).toISOString() === c.at &&
+      typeof c.id === 'string' &&
+      CURSOR_ID.test(c.id)
+    )
+      return { at: c.at, id: c.id };
+  } catch {
+    // fall through to the error below
+  }
+  throw invalidRequest('The cursor is not valid for this query.', [
+    { path: 'query.cursor', message: 'not a cursor returned by this endpoint' },
+  ]);
+}
+
+/** `deny` / `allow`; any other name in a path is a list that does not exist (404, as for any resource). */
+export function listName(list: string): ListName {
+  if ((LIST_NAMES as readonly string[]).includes(list)) return list as ListName;
+  throw new AppError('not_found', `List "${clip(list)}" was not found: the lists are deny and allow.`);
+}
+
+const entryView = (row: EntryRow): ListEntryView => ({
+  id: row.id,
+  list: row.list,
+  target: displayAddress(row.target),
+  chain: row.chain,
+  label: row.label,
+  reason: row.reason,
+  created_at: new Date(row.created_at).toISOString(),
+  created_by: row.created_by,
+});
+
+const entityRow = (e: ListEntry): EntryRow => ({
+  id: e.id,
+  list: e.list,
+  chain: e.chain ?? null,
+  target: e.target,
+  label: e.label ?? null,
+  reason: e.reason ?? null,
+  created_at: e.createdAt,
+  created_by: e.createdBy,
+});
+
+const sanctionMatch = (r: SanctionRow): SanctionMatch => ({
+  source: r.source,
+  currency: r.currency,
+  name: r.entity_name,
+  uid: r.entity_uid,
+  list_as_of: r.list_as_of,
+});
+
+/**
+ * Sanctions data (imported by operators, shared by every account) and each account's deny and allow lists.
+ * Every list query is scoped to one account, and nothing is cached: one account's list never shows through
+ * another's.
+ */
+export class ListsService {
+  /** Lists name chains, not RPC endpoints: every network riskwatch knows counts, configured or not. */
+  private readonly registry: { networks: readonly NetworkDef[]; configured: readonly NetworkDef[] };
+
+  constructor(
+    private readonly orm: Orm,
+    networks: readonly NetworkDef[],
+  ) {
+    this.registry = { networks, configured: networks };
+  }
+
+  /** The sanctions list entry naming this address on any chain, or null. */
+  async isSanctioned(address: string): Promise<SanctionMatch | null> {
+    const rows = await this.orm.em
+      .getConnection()
+      .execute<SanctionRow[]>(
+        `select ${SANCTION_COLUMNS} from sanctioned_addresses where address = ? order by source, currency limit 1`,
+        [normaliseAddress(address)],
+      );
+    return rows[0] ? sanctionMatch(rows[0]) : null;
+  }
+
+  /**
+   * The account's deny and allow entries for the target (an entry for the chain itself is preferred to an
+   * any-chain one) and its sanctions match, in one round trip. `chain` null matches any-chain entries only.
+   */
+  async listStatus(accountId: string, chain: string | null, target: string): Promise<ListStatus> {
+    const address = normaliseAddress(target);
+    const entry = (list: ListName) =>
+      `(select row_to_json(e) from (select ${ENTRY_COLUMNS} from list_entries
+          where account_id = ? and list = '${list}' and target = ? and (chain is null or chain = ?)
+          order by chain nulls last limit 1) e)`;
+    const rows = await this.orm.em.getConnection().execute<
+      {
+        denied: EntryRow | null;
+        allowed: EntryRow | null;
+        sanctioned: SanctionRow | null;
+      }[]
+    >(
+      `select ${entry('deny')} as denied, ${entry('allow')} as allowed,
+              (select row_to_json(s) from (select ${SANCTION_COLUMNS} from sanctioned_addresses
+                 where address = ? order by source, currency limit 1) s) as sanctioned`,
+      [accountId, address, chain, accountId, address, chain, address],
+    );
+    const row = rows[0];
+    return {
+      denied: row?.denied ? entryView(row.denied) : null,
+      allowed: row?.allowed ? entryView(row.allowed) : null,
+      sanctioned: row?.sanctioned ? sanctionMatch(row.sanctioned) : null,
+    };
+  }
+
+  /** Every entry of the account's lists, newest first. */
+  async orgEntries(accountId: string): Promise<ListEntryView[]> {
+    const entries = await this.orm.em
+      .fork()
+      .find(ListEntrySchema, { accountId }, { orderBy: { createdAt: 'desc', id: 'desc' } });
+    return entries.map((e) => entryView(entityRow(e)));
+  }
+
+  /** One page of a list, newest first, optionally only the entries for one target. */
+  async listEntries(
+    accountId: string,
+    list: string,
+    q: ListEntriesQuery,
+  ): Promise<{ data: ListEntryView[]; next_cursor: string | null }> {
+    const where = ['account_id = ?', 'list = ?'];
+    const params: unknown[] = [accountId, listName(list)];
+    if (q.target !== undefined) {
+      where.push('target = ?');
+      params.push(normaliseAddress(q.target));
+    }
+    if (q.cursor) {
+      const cursor = decodeCursor(q.cursor);
+      where.push('(created_at, id) < (?, ?)');
+      params.push(cursor.at, cursor.id);
+    }
+    const rows = await this.orm.em.getConnection().execute<EntryRow[]>(
+      `select ${ENTRY_COLUMNS} from list_entries where ${where.join(' and ')}
+          order by created_at desc, id desc limit ?`,
+      [...params, q.limit + 1],
+    );
+    const data = rows.slice(0, q.limit).map(entryView);
+    const last = data.at(-1);
+    const next_cursor =
+      rows.length > q.limit && last ? encodeCursor({ at: last.created_at, id: last.id }) : null;
+    return { data, next_cursor };
+  }
+
+  /**
+   * Adds a target to a list. With a chain or network the target must be an address of that chain and the
+   * entry applies there; without either, the address format decides the validation (`0x…` EVM, base58
+   * Solana) and the entry applies on every chain. The same target twice on one list and chain → conflict.
+   */
+  async addEntry(
+    accountId: string,
+    list: string,
+    input: NewListEntry,
+    createdBy: string,
+  ): Promise<ListEntryView> {
+    const name = listName(list);
+    const { chain, target } = this.resolveTarget(input);
+    const em = this.orm.em.fork();
+    const entry = em.create(ListEntrySchema, {
+      id: newId('lst'),
+      accountId,
+      list: name,
+      chain,
+      target,
+      label: input.label || null,
+      reason: input.reason || null,
+      createdBy,
+    });
+    try {
+      await em.persist(entry).flush();
+    } catch (err) {
+      if (!(err instanceof UniqueConstraintViolationException)) throw err;
+      const existing = await this.orm.em
+        .fork()
+        .findOne(ListEntrySchema, { accountId, list: name, chain, target }, { fields: ['id'] });
+      throw new AppError(
+        'conflict',
+        `${displayAddress(target)} is already on the ${name} list for ${chain ?? 'every chain'}` +
+          (existing ? ` (entry ${existing.id}).` : '.'),
+      );
+    }
+    return entryView(entityRow(entry));
+  }
+
+  /** Removes an entry of this account's list; another account's entry (or another list's) is not found. */
+  async removeEntry(accountId: string, list: string, id: string): Promise<ListEntryView> {
+    const em = this.orm.em.fork();
+    const entry = await em.findOne(ListEntrySchema, { id, accountId, list: listName(list) });
+    if (!entry) throw notFound(`List entry "${clip(id)}"`);
+    await em.remove(entry).flush();
+    return entryView(entityRow(entry));
+  }
+
+  private resolveTarget(input: NewListEntry): { chain: string | null; target: string } {
+    const chain = input.chain?.trim() || undefined;
+    const network = input.network?.trim() || undefined;
+    if (chain === undefined && network === undefined)
+      return { chain: null, target: normaliseAddress(inferChainFromAddress(input.target).address) };
+    // A network name alone (`sepolia`) belongs to the chain the address format implies; a CAIP-2 id names both.
+    const chainName =
+      chain ?? (network!.includes(':') ? undefined : inferChainFromAddress(input.target).network.chain);
+    const def = resolveNetwork(chainName, network, this.registry);
+    return { chain: def.chain, target: normaliseAddress(parseAddress(def, input.target)) };
+  }
+
+  /**
+   * Replaces every row of `source` with `records`, in one transaction: a de-listed address disappears, and
+   * importing the same file twice leaves the same rows. Imports of one source are serialised. An empty
+   * record set is refused rather than taken as "the list is now empty" (a truncated or wrong file).
+   */
+  async importSanctions(input: {
+    source: string;
+    listAsOf: string;
+    records: SanctionRecord[];
+  }): Promise<SanctionsImportResult> {
+    const key = (r: { currency: string; address: string }) => `${r.currency}\u0000${r.address}`;
+    const unique = new Map<string, SanctionRecord>();
+    for (const r of input.records) if (!unique.has(key(r))) unique.set(key(r), r);
+    if (unique.size === 0)
+      throw invalidRequest(
+        `The file lists no digital currency addresses; "${input.source}" was left as it was.`,
+      );
+    const rows = [...unique.values()];
+
+    return this.orm.em.fork().transactional(async (em) => {
+      await em.execute('select pg_advisory_xact_lock(hashtext(?))', [`riskwatch:sanctions:${input.source}`]);
+      const previous = await em.execute<{ currency: string; address: string }[]>(
+        'select currency, address from sanctioned_addresses where source = ?',
+        [input.source],
+      );
+      await em.execute('delete from sanctioned_addresses where source = ?', [input.source], 'run');
+      for (let i = 0; i < rows.length; i += IMPORT_BATCH) {
+        const batch = rows.slice(i, i + IMPORT_BATCH);
+        await em.execute(
+          `insert into sanctioned_addresses
+             (source, currency, address, entity_name, entity_uid, list_as_of, imported_at)
+           select ?, r.currency, r.address, r.name, r.uid, ?::date, now()
+             from jsonb_to_recordset(?::jsonb) as r(currency text, address text, name text, uid text)`,
+          [input.source, input.listAsOf, JSON.stringify(batch)],
+          'run',
+        );
+      }
+      const before = new Set(previous.map(key));
+      const by_currency: Record<string, number> = {};
+      for (const r of rows) by_currency[r.currency] = (by_currency[r.currency] ?? 0) + 1;
+      const added = rows.filter((r) => !before.has(key(r))).length;
+      return {
+        source: input.source,
+        list_as_of: input.listAsOf,
+        total: rows.length,
+        added,
+        removed: before.size - (rows.length - added),
+        by_currency: Object.fromEntries(Object.entries(by_currency).sort(([a], [b]) => a.localeCompare(b))),
+      };
+    });
+  }
+
+  /** The imported sanctions sources: as-of date, import time and counts per currency. */
+  async sanctionSources(): Promise<SanctionsSourceView[]> {
+    const rows = await this.orm.em
+      .getConnection()
+      .execute<
+        { source: string; currency: string; n: string; list_as_of: string; imported_at: Date | string }[]
+      >(
+        `select source, currency, count(*) as n, to_char(max(list_as_of), 'YYYY-MM-DD') as list_as_of,
+              max(imported_at) as imported_at
+         from sanctioned_addresses group by source, currency order by source, currency`,
+      );
+    const sources = new Map<string, SanctionsSourceView>();
+    for (const r of rows) {
+      const view = sources.get(r.source) ?? {
+        source: r.source,
+        list_as_of: r.list_as_of,
+        imported_at: new Date(r.imported_at).toISOString(),
+        total: 0,
+        by_currency: {},
+      };
+      view.total += Number(r.n);
+      view.by_currency[r.currency] = Number(r.n);
+      sources.set(r.source, view);
+    }
+    return [...sources.values()];
+  }
+}

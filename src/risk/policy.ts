@@ -1,0 +1,29 @@
+import type { RiskLevel } from './scoring.js';
+
+export const INTENTS = ['sign', 'approve', 'transfer', 'interact'] as const;
+export type Intent = (typeof INTENTS)[number];
+export const FAIL_MODES = ['warn', 'block', 'allow'] as const;
+export type FailMode = (typeof FAIL_MODES)[number];
+export type Decision = 'allow' | 'warn' | 'block';
+
+const ORDER: Decision[] = ['allow', 'warn', 'block'];
+const stricter = (a: Decision, b: Decision) => (ORDER.indexOf(a) >= ORDER.indexOf(b) ? a : b);
+
+/**
+ * Preflight decision (RISK.md "Preflight policy"): `block` for a critical level, `warn` for high or
+ * medium, `allow` for low. An allow-listed target is `allow` unless sanctioned (the organisation's own
+ * decision; sanctions are a local check, always complete). When chain checks did not finish, the decision is at least the fail mode — never a silent `allow` unless the operator chose
+ * `allow` as the fail mode (and `complete: false` still says so).
+ */
+export function decide(input: {
+  level: RiskLevel;
+  complete: boolean;
+  allowlisted: boolean;
+  sanctioned: boolean;
+  failMode: FailMode;
+}): Decision {
+  if (input.sanctioned) return 'block';
+  if (input.allowlisted) return 'allow';
+  const decision: Decision = input.level === 'critical' ? 'block' : input.level === 'low' ? 'allow' : 'warn';
+  return input.complete ? decision : stricter(decision, input.failMode);
+}

@@ -1,0 +1,43 @@
+import type { NetworkDef } from '../chains/registry.js';
+import type { Finding } from './findings.js';
+
+/** What the caller says the target is (risk-v2 `target_type`). */
+export const TARGET_TYPES = ['wallet', 'contract', 'program', 'token'] as const;
+export type TargetType = (typeof TARGET_TYPES)[number];
+
+/** What the chain says it is. `missing`: no account / never used. */
+export type TargetKind =
+  'wallet' | 'token' | 'token_account' | 'program' | 'contract' | 'delegated_wallet' | 'account' | 'missing';
+
+/**
+ * Addresses the chain analysis found whose meaning depends on an account's lists (sanctions, deny, allow).
+ * The analysis itself is list-free so it can be cached and shared by every account; the risk service
+ * applies each caller's lists on top (RISK.md "Caching").
+ */
+export interface ListInputs {
+  /** Solana wallet: account keys of its most recent transactions (→ `interacted_with_flagged`). */
+  counterparties?: string[];
+  /** EVM: the EIP-7702 delegate (→ `eip7702_delegated` critical when listed). */
+  delegate?: string;
+}
+
+/**
+ * One analyzer's verdict on chain state alone: findings with evidence (RPC method + slot/block + raw
+ * value), observed `facts` (`null` = unknown, never conflated with `false`), and whether every sub-check
+ * finished. Deterministic: same chain state → same result.
+ */
+export interface ChainAnalysis {
+  kind: TargetKind;
+  findings: Finding[];
+  facts: Record<string, unknown>;
+  /** False when a sub-check did not finish; each such check also appears as a `check_incomplete` finding. */
+  complete: boolean;
+  dataAsOf: { slot?: number; block?: number };
+  listInputs: ListInputs;
+}
+
+export interface AnalyzeOptions {
+  network: NetworkDef;
+  /** Abort when the caller's deadline passes (preflight); sub-checks that did not finish → incomplete. */
+  signal?: AbortSignal;
+}

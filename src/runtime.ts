@@ -1,0 +1,89 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Redis } from 'ioredis';
+import { AccountsService } from './accounts/service.js';
+import { ChainProviders } from './chains/providers.js';
+import { chainNames } from './chains/registry.js';
+import { JobQueues } from './jobs/queues.js';
+import { ImpactService } from './impact/service.js';
+import { ListsService } from './lists/service.js';
+import { loadConfig, type Config } from './platform/config.js';
+import { createLogger, type Logger } from './platform/logger.js';
+import { Metrics } from './platform/metrics.js';
+import { connectOrm, type Orm } from './platform/orm.js';
+import { PROJECT_ROOT } from './platform/paths.js';
+import { createBullConnection, createRedis } from './platform/redis.js';
+import { Shutdown } from './platform/shutdown.js';
+import { UsageService } from './usage/service.js';
+
+export const VERSION = (
+  JSON.parse(readFileSync(join(PROJECT_ROOT, 'package.json'), 'utf8')) as { version: string }
+).version;
+export const RELEASE_ID = process.env.RISKWATCH_RELEASE_ID || 'unknown';
+
+/**
+ * The composition root: configuration, connections and the feature services, built once per process
+ * and shared by whichever roles the process runs. Closing order is registered on `shutdown` by the roles
+ * (HTTP and workers first), then the connections here (queues → ORM → Redis).
+ */
+export interface Runtime {
+  config: Readonly<Config>;
+  logger: Logger;
+  orm: Orm;
+  redis: Redis;
+  bull: Redis;
+  queues: JobQueues;
+  shutdown: Shutdown;
+  metrics: Metrics;
+  providers: ChainProviders;
+  accounts: AccountsService;
+  usage: UsageService;
+  impact: ImpactService;
+  lists: ListsService;
+}
+
+export async function createRuntime(role: string, config: Readonly<Config> = loadConfig()): Promise<Runtime> {
+  const logger = createLogger(config.log.level, { role });
+  const orm = await connectOrm(config.database.url, config.database.pool_max);
+  const redis = createRedis(config.redis.url, { enableAutoPipelining: true });
+  const bull = createBullConnection(config.redis.url);
+  const queues = new JobQueues(bull, config.redis.key_prefix);
+  const shutdown = new Shutdown(logger, config.server.shutdown_timeout_ms);
+  const metrics = new Metrics({ version: VERSION, releaseId: RELEASE_ID, role });
+  const providers = ChainProviders.fromConfig(config.chains, {
+    redis,
+    redisKeyPrefix: config.redis.key_prefix,
+    metrics: metrics.registry,
+    logger,
+  });
+  const runtime: Runtime = {
+    config,
+    logger,
+    orm,
+    redis,
+    bull,
+    queues,
+    shutdown,
+    metrics,
+    providers,
+    accounts: new AccountsService(orm, {
+      keyCacheMs: config.auth.api_key_cache_ms,
+      defaultRateLimitPerMin: config.rate_limit.default_per_min,
+    }),
+    usage: new UsageService(orm),
+    impact: new ImpactService(orm, chainNames, logger),
+    lists: new ListsService(orm, providers.networks),
+  };
+  redis.on('error', (err: Error) => logger.warn({ err: { message: err.message } }, 'redis error'));
+  bull.on('error', (err: Error) => logger.warn({ err: { message: err.message } }, 'redis (queues) error'));
+  return runtime;
+}
+
+/** Connections close last, after every role's own shutdown steps. */
+export function registerConnectionShutdown(rt: Runtime): void {
+  rt.shutdown.add('queues', () => rt.queues.close());
+  rt.shutdown.add('orm', () => rt.orm.close());
+  rt.shutdown.add('redis', async () => {
+    await Promise.allSettled([rt.redis.quit(), rt.bull.quit()]);
+  });
+}

@@ -1,0 +1,124 @@
+import { hostname } from 'node:os';
+import type { Redis } from 'ioredis';
+import type { Logger } from '../platform/logger.js';
+import type { Orm } from '../platform/orm.js';
+import type { UsageEntry } from './recorder.js';
+
+const GROUP = 'usage-drain';
+const BATCH = 500;
+/** Entries another consumer read but never acknowledged (it died) are taken over after this long. */
+const CLAIM_IDLE_MS = 10_000;
+
+type StreamEntries = [id: string, fields: string[]][];
+
+/**
+ * The worker side of usage recording: reads the Redis stream with a consumer group, inserts each batch
+ * into PostgreSQL (idempotent on the usage id), then acknowledges and deletes it. A crash between insert
+ * and ack replays the batch harmlessly; a dead consumer's unacknowledged entries are claimed by the next.
+ */
+export class UsageDrain {
+  private stopping = false;
+  private loop: Promise<void> | undefined;
+  private readonly consumer = `${hostname()}-${process.pid}`;
+
+  constructor(
+    private readonly redis: Redis,
+    private readonly orm: Orm,
+    private readonly streamKey: string,
+    private readonly logger: Logger,
+  ) {}
+
+  start(): void {
+    this.loop = this.run();
+  }
+
+  async stop(): Promise<void> {
+    this.stopping = true;
+    await this.loop;
+  }
+
+  /** Entries waiting in the stream and the age of the oldest, for the health check. */
+  static async backlog(redis: Redis, streamKey: string): Promise<{ waiting: number; oldestWaitS: number }> {
+    const waiting = await redis.xlen(streamKey);
+    if (waiting === 0) return { waiting, oldestWaitS: 0 };
+    const first = (await redis.xrange(streamKey, '-', '+', 'COUNT', 1)) as StreamEntries;
+    const ms = Number(first[0]?.[0].split('-')[0] ?? Date.now());
+    return { waiting, oldestWaitS: Math.max(0, Math.round((Date.now() - ms) / 1000)) };
+  }
+
+  private async run(): Promise<void> {
+    let groupReady = false;
+    while (!this.stopping) {
+      try {
+        if (!groupReady) {
+          await this.redis.xgroup('CREATE', this.streamKey, GROUP, '0', 'MKSTREAM').catch((err: Error) => {
+            if (!err.message.includes('BUSYGROUP')) throw err;
+          });
+          groupReady = true;
+        }
+        await this.drainOnce();
+      } catch (err) {
+        if (this.stopping) break;
+        this.logger.warn({ err: { message: (err as Error).message } }, 'usage drain failed; retrying');
+        await new Promise((r) => setTimeout(r, 1000));
+      }
+    }
+  }
+
+  /** One pass: stale entries first, then new ones (blocking up to 1 s). Returns how many were stored. */
+  async drainOnce(): Promise<number> {
+    const claimed = (await this.redis.xautoclaim(
+      this.streamKey,
+      GROUP,
+      this.consumer,
+      CLAIM_IDLE_MS,
+      '0-0',
+      'COUNT',
+      BATCH,
+    )) as [string, StreamEntries, string[]];
+    let entries = claimed[1];
+    if (entries.length === 0) {
+      const read = (await this.redis.xreadgroup(
+        'GROUP',
+        GROUP,
+        this.consumer,
+        'COUNT',
+        BATCH,
+        'BLOCK',
+        1000,
+        'STREAMS',
+        this.streamKey,
+        '>',
+      )) as [string, StreamEntries][] | null;
+      entries = read?.[0]?.[1] ?? [];
+    }
+    if (entries.length === 0) return 0;
+    const rows: UsageEntry[] = [];
+    for (const [, fields] of entries) {
+      const json = fields[fields.indexOf('r') + 1];
+      if (json) rows.push(JSON.parse(json) as UsageEntry);
+    }
+    await this.insert(rows);
+    const ids = entries.map(([id]) => id);
+    await this.redis
+      .multi()
+      .xack(this.streamKey, GROUP, ...ids)
+      .xdel(this.streamKey, ...ids)
+      .exec();
+    return rows.length;
+  }
+
+  private async insert(rows: UsageEntry[]): Promise<void> {
+    if (rows.length === 0) return;
+    await this.orm.em.getConnection().execute(
+      `insert into usage_records
+         (id, account_id, api_key_id, api_key_prefix, method, endpoint, status, latency_ms, request_id, at)
+       select id, account_id, api_key_id, api_key_prefix, method, endpoint, status, latency_ms, request_id, at
+         from jsonb_to_recordset(?::jsonb) as r(id varchar, account_id varchar, api_key_id varchar,
+              api_key_prefix varchar, method varchar, endpoint varchar, status smallint, latency_ms int,
+              request_id varchar, at timestamptz)
+       on conflict (id) do nothing`,
+      [JSON.stringify(rows)],
+    );
+  }
+}

@@ -1,0 +1,588 @@
+/**
+ * `npm run bench`: riskwatch's HTTP throughput against a bare Koa 3 hello-world on the same machine, in
+ * one run. Both servers run as child processes on 127.0.0.1; autocannon (in this process) loads one at
+ * a time. After a warm-up of every target, each round measures the baseline and then every scenario
+ * (baseline, scenario…, baseline, scenario…); the medians over the rounds give req/s, p50 and p99, and
+ * each scenario's ratio is its median req/s over the baseline's.
+ *
+ * Timing is measured, not asserted: a ratio under a scenario's goal prints MISS and still exits 0. A
+ * target that answers anything but 2xx (or errors / times out) makes the run exit 1.
+ *
+ * Knobs (environment): BENCH_DURATION_S (10), BENCH_WARMUP_S (3), BENCH_ROUNDS (3), BENCH_CONNECTIONS
+ * (50), BENCH_ONLY (comma-separated scenario names; the baseline always runs), BENCH_OUT (results JSON;
+ * default <os tmpdir>/bench-results.json), BENCH_CPU_PROF_DIR (run both servers with --cpu-prof; the
+ * profiles, named by pid, are written there when they stop).
+ *
+ * Besides req/s, each run reports the server process's CPU time per request (from /proc, Linux only):
+ * unlike req/s it hardly moves when other work shares the machine, so `cpu ratio` (bare Koa's CPU µs per
+ * request ÷ the scenario's) is the steadier efficiency figure. It counts the Node process only, not the
+ * PostgreSQL or Redis work a request causes.
+ */
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpus, tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import autocannon, { type Instance, type Result } from 'autocannon';
+import { Redis } from 'ioredis';
+import { PROJECT_ROOT } from '../../src/platform/paths.js';
+import { REDIS_URL } from '../support/env.js';
+import {
+  cli,
+  freePort,
+  prepareEnv,
+  startService,
+  type RunningService,
+  type TestEnv,
+} from '../support/service.js';
+
+type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+
+/** One request shape measured against the riskwatch API. Later targets are one more entry in `scenarios`. */
+export interface Scenario {
+  name: string;
+  method: Method;
+  /** Path and query string on the riskwatch API. */
+  path: string;
+  headers?: Record<string, string>;
+  /** Sent as JSON (Content-Type: application/json) unless already a string. */
+  body?: unknown;
+  /** Goal for req/s riskwatch ÷ bare Koa; without one the ratio is informational. */
+  minRatio?: number;
+  /** The status of the one probe request before measuring (default 200); while measuring, any non-2xx fails. */
+  expectStatus?: number;
+}
+
+/** What the service is seeded with before it starts, for scenarios that need credentials. */
+interface Fixtures {
+  apiKey: string;
+}
+
+/** BENCH_ONLY=name,name: measure just those scenarios (the baseline always runs). */
+const ONLY = process.env.BENCH_ONLY?.split(',')
+  .map((s) => s.trim())
+  .filter(Boolean);
+
+function scenarios(f: Fixtures): Scenario[] {
+  const all: Scenario[] = [
+    { name: 'public-impact', method: 'GET', path: '/api/public/impact', minRatio: 0.6 },
+    {
+      // API-key auth (cached lookup) + entitlement + Redis rate limit + usage XADD + two usage queries.
+      name: 'usage-api-key',
+      method: 'GET',
+      path: '/api/v1/usage?limit=1',
+      headers: { 'X-API-Key': f.apiKey },
+    },
+  ];
+  if (!ONLY?.length) return all;
+  const unknown = ONLY.filter((name) => !all.some((s) => s.name === name));
+  if (unknown.length) throw new Error(`BENCH_ONLY names no scenario: ${unknown.join(', ')}`);
+  return all.filter((s) => ONLY.includes(s.name));
+}
+
+/** A concrete HTTP target: the baseline or a scenario on the running service. */
+interface Target {
+  name: string;
+  /** The server process answering this target, for its CPU time. */
+  pid: number | undefined;
+  label: string;
+  url: string;
+  method: Method;
+  headers: Record<string, string>;
+  body?: string;
+  expectStatus: number;
+}
+
+interface RunStats {
+  rps: number;
+  /** CPU time (user + system) of the server process per response, µs; undefined where /proc is missing. */
+  cpuUsPerReq: number | undefined;
+  p50: number;
+  p99: number;
+  requests: number;
+  non2xx: number;
+  errors: number;
+  timeouts: number;
+  statuses: Record<string, number>;
+}
+
+function intEnv(name: string, fallback: number, min: number, max: number): number {
+  const raw = process.env[name];
+  if (!raw) return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < min || n > max)
+    throw new Error(`${name} must be a whole number in ${min}..${max} (got "${raw}")`);
+  return n;
+}
+
+const SETTINGS = {
+  durationS: intEnv('BENCH_DURATION_S', 10, 1, 120),
+  warmupS: intEnv('BENCH_WARMUP_S', 3, 0, 60),
+  rounds: intEnv('BENCH_ROUNDS', 3, 1, 9),
+  connections: intEnv('BENCH_CONNECTIONS', 50, 1, 1000),
+  pipelining: 1,
+  role: 'api' as const,
+};
+const OUT = resolve(process.env.BENCH_OUT || join(tmpdir(), 'bench-results.json'));
+const CPU_PROF_DIR = process.env.BENCH_CPU_PROF_DIR ? resolve(process.env.BENCH_CPU_PROF_DIR) : undefined;
+const BARE_KOA = join(PROJECT_ROOT, 'dist', 'test', 'bench', 'bare-koa.js');
+const SECRET_HEADERS = new Set(['x-api-key', 'authorization', 'x-service-agent-key']);
+
+const log = (line = ''): void => {
+  process.stdout.write(`${line}\n`);
+};
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function median(values: number[]): number {
+  const s = [...values].sort((a, b) => a - b);
+  const mid = s.length >> 1;
+  return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
+}
+
+/** Clock ticks per second of /proc/<pid>/stat times. */
+const CLK_TCK = (() => {
+  try {
+    return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+  } catch {
+    return 100;
+  }
+})();
+
+/** user + system CPU time of a process in µs, or undefined where /proc is not available. */
+function processCpuUs(pid: number | undefined): number | undefined {
+  if (pid === undefined) return undefined;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Fields after the parenthesised command name: state is field 3, utime 14, stime 15.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) / CLK_TCK) * 1e6;
+  } catch {
+    return undefined;
+  }
+}
+
+const redactHeaders = (headers: Record<string, string>) =>
+  Object.fromEntries(
+    Object.entries(headers).map(([k, v]) => [k, SECRET_HEADERS.has(k.toLowerCase()) ? '[redacted]' : v]),
+  );
+
+// ---- child processes -------------------------------------------------------------------------------
+
+const children = new Set<ChildProcess>();
+// Safety net: whatever happens to this process, no server it started outlives it.
+process.on('exit', () => {
+  for (const child of children)
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+});
+
+const hasExited = (child: ChildProcess) => child.exitCode !== null || child.signalCode !== null;
+
+/** SIGTERM, wait up to `graceMs`, then SIGKILL; resolves with how it ended. */
+async function stopChild(child: ChildProcess, graceMs: number): Promise<string> {
+  const exited = new Promise<string>((res) => {
+    if (hasExited(child)) res(`exit ${child.exitCode ?? child.signalCode}`);
+    else child.once('exit', (code, signal) => res(`exit ${code ?? signal}`));
+  });
+  if (!hasExited(child)) child.kill('SIGTERM');
+  const outcome = await Promise.race([exited, sleep(graceMs).then(() => 'timeout')]);
+  if (outcome !== 'timeout') return outcome;
+  child.kill('SIGKILL');
+  return `killed after ${graceMs} ms (${await Promise.race([exited, sleep(2000).then(() => 'no exit')])})`;
+}
+
+async function waitFor200(url: string, child: ChildProcess, output: () => string, timeoutMs: number) {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    if (hasExited(child)) throw new Error(`${url}: process exited early:\n${output()}`);
+    try {
+      const res = await fetch(url, { signal: AbortSignal.timeout(1000) });
+      await res.arrayBuffer();
+      if (res.status === 200) return;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > until) throw new Error(`${url}: not answering 200 within ${timeoutMs} ms:\n${output()}`);
+    await sleep(100);
+  }
+}
+
+async function startBareKoa(
+  extraEnv: Record<string, string>,
+): Promise<{ baseUrl: string; child: ChildProcess; output: () => string }> {
+  const port = await freePort();
+  const child = spawn(process.execPath, [BARE_KOA], {
+    env: { ...process.env, PORT: String(port), NODE_ENV: 'production', ...extraEnv },
+    cwd: PROJECT_ROOT,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  children.add(child);
+  let out = '';
+  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (out += d.toString()));
+  const baseUrl = `http://127.0.0.1:${port}`;
+  await waitFor200(`${baseUrl}/`, child, () => out, 15_000);
+  return { baseUrl, child, output: () => out };
+}
+
+// ---- measuring -------------------------------------------------------------------------------------
+
+let running: Instance | undefined;
+
+/** One autocannon run of `durationS` seconds against `t`. */
+async function measure(t: Target, durationS: number): Promise<RunStats> {
+  const cpuBefore = processCpuUs(t.pid);
+  running = autocannon({
+    title: t.name,
+    url: t.url,
+    method: t.method,
+    headers: t.headers,
+    ...(t.body !== undefined ? { body: t.body } : {}),
+    connections: SETTINGS.connections,
+    pipelining: SETTINGS.pipelining,
+    duration: durationS,
+    timeout: 10,
+  });
+  const r: Result = await running;
+  running = undefined;
+  const cpuAfter = processCpuUs(t.pid);
+  const answered = r['2xx'] + r.non2xx;
+  const statuses: Record<string, number> = {};
+  for (const [code, { count }] of Object.entries(r.statusCodeStats)) statuses[code] = count;
+  return {
+    rps: r.requests.average,
+    cpuUsPerReq:
+      cpuBefore !== undefined && cpuAfter !== undefined && answered > 0
+        ? (cpuAfter - cpuBefore) / answered
+        : undefined,
+    p50: r.latency.p50,
+    p99: r.latency.p99,
+    requests: answered,
+    non2xx: r.non2xx,
+    errors: r.errors,
+    timeouts: r.timeouts,
+    statuses,
+  };
+}
+
+/** One request before measuring, so a wrong scenario fails with the answer it got, not a count. */
+async function probe(t: Target): Promise<void> {
+  const res = await fetch(t.url, {
+    method: t.method,
+    headers: t.headers,
+    ...(t.body !== undefined ? { body: t.body } : {}),
+    signal: AbortSignal.timeout(5000),
+  });
+  const text = await res.text();
+  if (res.status !== t.expectStatus)
+    throw new Error(
+      `${t.name}: ${t.label} answered ${res.status}, expected ${t.expectStatus}: ${text.slice(0, 500)}`,
+    );
+}
+
+function toTarget(s: Scenario, baseUrl: string, pid: number | undefined): Target {
+  const headers = { ...s.headers };
+  let body: string | undefined;
+  if (s.body !== undefined) {
+    body = typeof s.body === 'string' ? s.body : JSON.stringify(s.body);
+    if (!Object.keys(headers).some((h) => h.toLowerCase() === 'content-type'))
+      headers['Content-Type'] = 'application/json';
+  }
+  return {
+    name: s.name,
+    pid,
+    label: `${s.method} ${s.path}`,
+    url: `${baseUrl}${s.path}`,
+    method: s.method,
+    headers,
+    ...(body !== undefined ? { body } : {}),
+    expectStatus: s.expectStatus ?? 200,
+  };
+}
+
+const failureOf = (phase: string, t: Target, s: RunStats) =>
+  s.non2xx > 0 || s.errors > 0
+    ? `${phase} ${t.name}: ${s.non2xx} non-2xx, ${s.errors} errors (${s.timeouts} timeouts), statuses ${JSON.stringify(s.statuses)}`
+    : undefined;
+
+// ---- report ----------------------------------------------------------------------------------------
+
+interface TargetReport {
+  name: string;
+  request: string;
+  runs: RunStats[];
+  median: { rps: number; p50: number; p99: number; cpuUsPerReq: number | undefined };
+  ratio?: number;
+  /** Bare Koa's CPU µs per request ÷ this target's (1 = as cheap as the baseline). */
+  cpuRatio?: number;
+  minRatio?: number;
+  verdict: 'baseline' | 'OK' | 'MISS' | 'info' | 'ERROR';
+}
+
+function summarise(
+  t: Target,
+  runs: RunStats[],
+  failed: boolean,
+): Omit<TargetReport, 'verdict'> & { failed: boolean } {
+  return {
+    name: t.name,
+    request: t.label,
+    runs,
+    median: {
+      rps: median(runs.map((r) => r.rps)),
+      p50: median(runs.map((r) => r.p50)),
+      p99: median(runs.map((r) => r.p99)),
+      cpuUsPerReq: runs.every((r) => r.cpuUsPerReq !== undefined)
+        ? median(runs.map((r) => r.cpuUsPerReq!))
+        : undefined,
+    },
+    failed,
+  };
+}
+
+function printTable(reports: TargetReport[]): void {
+  const rows = [
+    [
+      'target',
+      'request',
+      'req/s per round',
+      'median req/s',
+      'p50 ms',
+      'p99 ms',
+      'cpu µs/req',
+      'ratio',
+      'goal',
+      'verdict',
+      'cpu ratio',
+    ],
+    ...reports.map((r) => [
+      r.name,
+      r.request,
+      r.runs.map((x) => x.rps.toFixed(0)).join(' / '),
+      r.median.rps.toFixed(0),
+      r.median.p50.toFixed(1),
+      r.median.p99.toFixed(1),
+      r.median.cpuUsPerReq === undefined ? '-' : r.median.cpuUsPerReq.toFixed(0),
+      r.ratio === undefined ? '-' : r.ratio.toFixed(2),
+      r.minRatio === undefined ? '-' : `>= ${r.minRatio.toFixed(2)}`,
+      r.verdict,
+      r.cpuRatio === undefined ? '-' : r.cpuRatio.toFixed(2),
+    ]),
+  ];
+  const numeric = new Set([3, 4, 5, 6, 7, 10]);
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((row) => row[i]!.length)));
+  const line = (row: string[]) =>
+    row.map((cell, i) => (numeric.has(i) ? cell.padStart(widths[i]!) : cell.padEnd(widths[i]!))).join('  ');
+  log(line(rows[0]!).trimEnd());
+  log(widths.map((w) => '-'.repeat(w)).join('  '));
+  for (const row of rows.slice(1)) log(line(row).trimEnd());
+}
+
+// ---- main ------------------------------------------------------------------------------------------
+
+let cleanupOnce: Promise<void> | undefined;
+let cleanupSteps: (() => Promise<void>)[] = [];
+
+/** Stops the servers, drops the database and deletes the Redis keys; runs once, whatever called it. */
+function cleanup(): Promise<void> {
+  cleanupOnce ??= (async () => {
+    running?.stop();
+    for (const step of cleanupSteps.reverse()) {
+      try {
+        await step();
+      } catch (err) {
+        log(`cleanup: ${(err as Error).message}`);
+      }
+    }
+    cleanupSteps = [];
+  })();
+  return cleanupOnce;
+}
+
+async function deleteRedisPrefix(prefix: string): Promise<number> {
+  const redis = new Redis(REDIS_URL, { maxRetriesPerRequest: 1, lazyConnect: true });
+  let deleted = 0;
+  try {
+    await redis.connect();
+    let cursor = '0';
+    for (let i = 0; i < 100_000; i++) {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
+      if (keys.length) deleted += await redis.del(...keys);
+      cursor = next;
+      if (cursor === '0') break;
+    }
+  } finally {
+    redis.disconnect();
+  }
+  return deleted;
+}
+
+async function main(): Promise<number> {
+  const plannedTargets = 1 + scenarios({ apiKey: '' }).length;
+  const budgetS =
+    plannedTargets * (SETTINGS.warmupS + 5) +
+    SETTINGS.rounds * plannedTargets * (SETTINGS.durationS + 5) +
+    240;
+  const watchdog = setTimeout(() => {
+    log(`bench: still running after ${budgetS} s; giving up`);
+    void cleanup().finally(() => process.exit(2));
+  }, budgetS * 1000);
+  watchdog.unref();
+
+  log(
+    `riskwatch bench: node ${process.version}, ${cpus().length} CPUs (${cpus()[0]?.model.trim() ?? '?'}), ` +
+      `${SETTINGS.connections} connections, pipelining ${SETTINGS.pipelining}, ` +
+      `${SETTINGS.rounds} rounds x ${SETTINGS.durationS} s per target, warm-up ${SETTINGS.warmupS} s`,
+  );
+
+  // The service: a fresh database, a Redis prefix of its own, an API key with a limit never reached.
+  const testEnv: TestEnv = await prepareEnv({ LOG_LEVEL: 'warn' });
+  const prefix = testEnv.env.REDIS_KEY_PREFIX!;
+  cleanupSteps.push(async () => {
+    await testEnv.dropDatabase();
+    const n = await deleteRedisPrefix(prefix);
+    log(`cleanup: database dropped, ${n} Redis keys under ${prefix} deleted`);
+  });
+  const boot = await cli(testEnv.env, ['bootstrap', '--org-id', 'bench']);
+  const apiKey = /^api key\s+(\S+)/m.exec(boot)?.[1];
+  if (!apiKey) throw new Error(`bootstrap printed no API key:\n${boot}`);
+  await cli(testEnv.env, ['entitlements', 'grant', 'bench', '--rate-limit-per-min', '100000000']);
+
+  if (CPU_PROF_DIR) mkdirSync(CPU_PROF_DIR, { recursive: true });
+  const profEnv: Record<string, string> = CPU_PROF_DIR
+    ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${CPU_PROF_DIR}` }
+    : {};
+  const bare = await startBareKoa(profEnv);
+  cleanupSteps.push(async () => log(`cleanup: bare Koa ${await stopChild(bare.child, 5000)}`));
+
+  const svc: RunningService = await startService(
+    { ...testEnv.env, NODE_ENV: 'production', ...profEnv },
+    SETTINGS.role,
+  );
+  children.add(svc.process);
+  cleanupSteps.push(async () => log(`cleanup: riskwatch ${await stopChild(svc.process, 15_000)}`));
+  log(
+    `bare Koa on ${bare.baseUrl} (pid ${bare.child.pid}), ` +
+      `riskwatch (${SETTINGS.role} role) on ${svc.baseUrl} (pid ${svc.process.pid})`,
+  );
+
+  const baseline: Target = {
+    name: 'bare-koa',
+    pid: bare.child.pid,
+    label: 'GET /',
+    url: `${bare.baseUrl}/`,
+    method: 'GET',
+    headers: {},
+    expectStatus: 200,
+  };
+  const defs = scenarios({ apiKey });
+  const targets = [baseline, ...defs.map((s) => toTarget(s, svc.baseUrl, svc.process.pid))];
+  for (const t of targets) await probe(t);
+
+  const failures: string[] = [];
+  const alive = () => {
+    if (hasExited(svc.process)) throw new Error(`riskwatch exited during the bench:\n${svc.output()}`);
+    if (hasExited(bare.child)) throw new Error(`bare Koa exited during the bench:\n${bare.output()}`);
+  };
+
+  if (SETTINGS.warmupS > 0)
+    for (const t of targets) {
+      alive();
+      const s = await measure(t, SETTINGS.warmupS);
+      log(`warm-up  ${t.name.padEnd(16)} ${s.rps.toFixed(0).padStart(7)} req/s`);
+      const f = failureOf('warm-up', t, s);
+      if (f) failures.push(f);
+    }
+
+  const runs = new Map<Target, RunStats[]>(targets.map((t) => [t, []]));
+  for (let round = 1; round <= SETTINGS.rounds; round++)
+    for (const t of targets) {
+      alive();
+      const s = await measure(t, SETTINGS.durationS);
+      runs.get(t)!.push(s);
+      log(
+        `round ${round}  ${t.name.padEnd(16)} ${s.rps.toFixed(0).padStart(7)} req/s  ` +
+          `p50 ${s.p50.toFixed(1)} ms  p99 ${s.p99.toFixed(1)} ms  ` +
+          `cpu ${s.cpuUsPerReq?.toFixed(0) ?? '-'} µs/req  ${JSON.stringify(s.statuses)}`,
+      );
+      const f = failureOf(`round ${round}`, t, s);
+      if (f) failures.push(f);
+    }
+
+  const base = summarise(
+    baseline,
+    runs.get(baseline)!,
+    runs.get(baseline)!.some((r) => !!failureOf('', baseline, r)),
+  );
+  const reports: TargetReport[] = [{ ...base, verdict: base.failed ? 'ERROR' : 'baseline' }];
+  targets.slice(1).forEach((t, i) => {
+    const def = defs[i]!;
+    const sum = summarise(
+      t,
+      runs.get(t)!,
+      runs.get(t)!.some((r) => !!failureOf('', t, r)),
+    );
+    const ratio = sum.median.rps / base.median.rps;
+    const cpuRatio =
+      base.median.cpuUsPerReq !== undefined && sum.median.cpuUsPerReq
+        ? base.median.cpuUsPerReq / sum.median.cpuUsPerReq
+        : undefined;
+    const verdict = sum.failed
+      ? 'ERROR'
+      : def.minRatio === undefined
+        ? 'info'
+        : ratio >= def.minRatio
+          ? 'OK'
+          : 'MISS';
+    reports.push({
+      ...sum,
+      ratio,
+      ...(cpuRatio !== undefined ? { cpuRatio } : {}),
+      ...(def.minRatio !== undefined ? { minRatio: def.minRatio } : {}),
+      verdict,
+    });
+  });
+
+  log();
+  printTable(reports);
+  log();
+  for (const f of failures) log(`ERROR ${f}`);
+
+  const ok = failures.length === 0;
+  writeFileSync(
+    OUT,
+    `${JSON.stringify(
+      {
+        generated_at: new Date().toISOString(),
+        ok,
+        machine: { node: process.version, cpus: cpus().length, cpu_model: cpus()[0]?.model.trim() },
+        settings: { ...SETTINGS, rps: 'mean of 1 s samples', latency: 'ms, 2xx responses only' },
+        order: 'per round: baseline, then each scenario; medians over rounds',
+        targets: reports.map((r, i) => ({
+          ...r,
+          headers: redactHeaders(targets[i]!.headers),
+        })),
+        failures,
+      },
+      null,
+      2,
+    )}\n`,
+  );
+  log(`results: ${OUT}`);
+  if (CPU_PROF_DIR) log(`cpu profiles of the service: ${CPU_PROF_DIR} (written when it stops)`);
+  return ok ? 0 : 1;
+}
+
+for (const signal of ['SIGINT', 'SIGTERM'] as const)
+  process.once(signal, () => {
+    log(`bench: ${signal}, stopping`);
+    void cleanup().finally(() => process.exit(130));
+  });
+
+let code: number;
+try {
+  code = await main();
+} catch (err) {
+  log(`bench failed: ${(err as Error).stack ?? String(err)}`);
+  code = 1;
+}
+await cleanup();
+process.exitCode = code;

@@ -1,0 +1,307 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  bearer,
+  callUsage,
+  expectJson,
+  expectProblem,
+  openAccounts,
+  pollForStatus,
+  startServiceRetrying,
+  type Customer,
+} from '../support/auth-helpers.js';
+import { KEY_ADMIN_ROLE, testIdentityProvider } from '../support/jwt.js';
+import { prepareEnv, type RunningService, type TestEnv } from '../support/service.js';
+
+interface KeyView {
+  id: string;
+  name: string;
+  prefix: string;
+  created_at: string;
+  created_by: string;
+  expires_at: string | null;
+  revoked_at: string | null;
+  status: 'active' | 'expired' | 'revoked';
+}
+type CreatedKeyView = KeyView & { key: string };
+
+/**
+ * Self-service API keys over HTTP (API.md "Beyond the seed"): `POST|GET /api/account/api-keys`,
+ * `DELETE /api/account/api-keys/{id}` with a key-admin JWT, always scoped to the token's account.
+ */
+describe('self-service API keys (built service over HTTP)', () => {
+  const idp = testIdentityProvider();
+  const secrets = new Set<string>();
+  const remember = (secret: string) => {
+    secrets.add(secret);
+    return secret;
+  };
+
+  let testEnv: TestEnv;
+  let db: Awaited<ReturnType<typeof openAccounts>>;
+  let svc: RunningService;
+  let acme: Customer;
+  let globex: Customer;
+  /** Key-admin tokens of a user of each account. */
+  let acmeToken: string;
+  let globexToken: string;
+
+  const api = (token: string, path = '', init: RequestInit = {}) =>
+    fetch(`${svc.baseUrl}/api/account/api-keys${path}`, {
+      ...init,
+      headers: { ...bearer(token), ...(init.headers as Record<string, string>) },
+    });
+  const create = (token: string, body: unknown) =>
+    api(token, '', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+  const list = async (token: string) => (await expectJson<{ data: KeyView[] }>(await api(token), 200)).data;
+  const createOk = async (token: string, body: unknown) => {
+    const created = await expectJson<CreatedKeyView>(await create(token, body), 201);
+    remember(created.key);
+    return created;
+  };
+
+  beforeAll(async () => {
+    testEnv = await prepareEnv(idp.env);
+    db = await openAccounts(testEnv.env);
+    [acme, globex] = await Promise.all([db.customer('acme'), db.customer('globex')]);
+    remember(acme.key.key);
+    remember(globex.key.key);
+    acmeToken = remember(idp.sign({ org_id: 'acme', sub: 'alice', roles: [KEY_ADMIN_ROLE] }));
+    globexToken = remember(idp.sign({ org_id: 'globex', sub: 'gina', roles: ['viewer', KEY_ADMIN_ROLE] }));
+    // Debug logging makes "secrets are never logged" meaningful: every request is logged.
+    svc = await startServiceRetrying({ ...testEnv.env, LOG_LEVEL: 'debug' });
+  }, 120_000);
+
+  afterAll(async () => {
+    await svc?.stop();
+    await db?.close();
+    await testEnv?.dropDatabase();
+  });
+
+  describe('POST /api/account/api-keys', () => {
+    it('creates a key (201): the raw key is shown once, in the rwk_ format, not cacheable', async () => {
+      const res = await create(acmeToken, { name: 'ci pipeline' });
+      const created = await expectJson<CreatedKeyView>(res, 201);
+      remember(created.key);
+      expect(created.key).toMatch(/^rwk_[0-9A-Za-z]{38}$/);
+      expect(created.id).toMatch(/^key_[0-9a-f]{28}$/);
+      expect(new Date(created.created_at).toISOString()).toBe(created.created_at);
+      expect(created).toEqual({
+        id: created.id,
+        name: 'ci pipeline',
+        prefix: created.key.slice(0, 8),
+        created_at: created.created_at,
+        created_by: 'jwt:alice',
+        expires_at: null,
+        revoked_at: null,
+        status: 'active',
+        key: created.key,
+      });
+      expect(res.headers.get('cache-control')).toBe('no-store');
+    });
+
+    it('creates a key with a future expires_at, returned as RFC 3339 UTC', async () => {
+      const expires = new Date(Date.now() + 86_400_000);
+      const created = await createOk(acmeToken, { name: 'expiring', expires_at: expires.toISOString() });
+      expect(created.expires_at).toBe(expires.toISOString());
+      expect(created.status).toBe('active');
+    });
+
+    it('the created key works on /api/v1/usage (200)', async () => {
+      const created = await createOk(acmeToken, { name: 'works' });
+      await expectJson(await callUsage(svc.baseUrl, created.key), 200);
+    });
+
+    it('a key created with a near expires_at works until then, then is refused and listed as expired', async () => {
+      const expires = new Date(Date.now() + 2500);
+      const created = await createOk(acmeToken, { name: 'brief', expires_at: expires.toISOString() });
+      expect(expires.getTime() - Date.now()).toBeGreaterThan(500);
+      await expectJson(await callUsage(svc.baseUrl, created.key), 200);
+      await new Promise((r) => setTimeout(r, expires.getTime() - Date.now() + 50));
+      await expectProblem(await callUsage(svc.baseUrl, created.key), 401, 'unauthorized');
+      const listed = (await list(acmeToken)).find((k) => k.id === created.id);
+      expect(listed).toMatchObject({
+        status: 'expired',
+        expires_at: expires.toISOString(),
+        revoked_at: null,
+      });
+    });
+
+    it('never shows the raw key again: GET lists it by id and prefix only', async () => {
+      const created = await createOk(acmeToken, { name: 'shown once' });
+      const keys = await list(acmeToken);
+      const listed = keys.find((k) => k.id === created.id);
+      expect(listed).toEqual({ ...created, key: undefined });
+      expect(listed).not.toHaveProperty('key');
+      expect(JSON.stringify(keys)).not.toContain(created.key);
+      // The full raw key never appears, only its display prefix.
+      expect(JSON.stringify(keys)).not.toContain(created.key.slice(8));
+    });
+  });
+
+  describe('request validation (problem+json)', () => {
+    const invalid: [string, unknown, string][] = [
+      ['a missing name', {}, 'name'],
+      ['a blank name', { name: '   ' }, 'name'],
+      ['a name that is not a string', { name: 42 }, 'name'],
+      ['a name over 200 characters', { name: 'x'.repeat(201) }, 'name'],
+      ['expires_at in the past', { name: 'old', expires_at: '2020-01-01T00:00:00Z' }, 'expires_at'],
+      ['expires_at that is not a date', { name: 'n', expires_at: 'tomorrow' }, 'expires_at'],
+    ];
+    it.each(invalid)(
+      'refuses %s (400 invalid_request, errors[] names the field)',
+      async (_what, body, field) => {
+        const problem = await expectProblem(await create(acmeToken, body), 400, 'invalid_request');
+        expect(problem.errors?.map((e) => e.path)).toContain(field);
+        expect(problem.errors?.every((e) => typeof e.message === 'string' && e.message.length > 0)).toBe(
+          true,
+        );
+      },
+    );
+
+    it('refuses an unknown field (400, errors[] names it)', async () => {
+      const problem = await expectProblem(
+        await create(acmeToken, { name: 'n', scopes: ['admin'] }),
+        400,
+        'invalid_request',
+      );
+      expect(problem.errors?.length).toBeGreaterThan(0);
+      expect(problem.errors!.some((e) => `${e.path} ${e.message}`.includes('scopes'))).toBe(true);
+    });
+
+    it('refuses malformed JSON (400 invalid_request)', async () => {
+      const res = await api(acmeToken, '', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: '{"name": "unterminated',
+      });
+      await expectProblem(res, 400, 'invalid_request');
+    });
+
+    it('refuses a JSON body that is not an object (400 invalid_request)', async () => {
+      const problem = await expectProblem(await create(acmeToken, ['name']), 400, 'invalid_request');
+      expect(problem.errors?.length).toBeGreaterThan(0);
+    });
+
+    it('refuses a POST without a body (400 invalid_request)', async () => {
+      const res = await api(acmeToken, '', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+      });
+      const problem = await expectProblem(res, 400, 'invalid_request');
+      expect(problem.errors?.length).toBeGreaterThan(0);
+    });
+
+    it.each(['text/plain', 'application/x-www-form-urlencoded'])(
+      'refuses Content-Type %s (415 unsupported_media_type)',
+      async (type) => {
+        const res = await api(acmeToken, '', {
+          method: 'POST',
+          headers: { 'content-type': type },
+          body: JSON.stringify({ name: 'n' }),
+        });
+        await expectProblem(res, 415, 'unsupported_media_type');
+      },
+    );
+
+    it('created no key for any refused request', async () => {
+      const names = (await list(acmeToken)).map((k) => k.name);
+      expect(names.filter((n) => ['n', 'old', 'x'.repeat(201)].includes(n))).toEqual([]);
+    });
+  });
+
+  describe('tenancy', () => {
+    it('lists only the token account’s keys', async () => {
+      const globexCreated = await createOk(globexToken, { name: 'globex-http' });
+      const acmeCreated = await createOk(acmeToken, { name: 'acme-http' });
+      const acmeIds = (await list(acmeToken)).map((k) => k.id);
+      const globexIds = (await list(globexToken)).map((k) => k.id);
+      expect(acmeIds).toEqual(expect.arrayContaining([acme.key.id, acmeCreated.id]));
+      expect(globexIds).toEqual(expect.arrayContaining([globex.key.id, globexCreated.id]));
+      expect(acmeIds).not.toContain(globex.key.id);
+      expect(acmeIds).not.toContain(globexCreated.id);
+      expect(globexIds).not.toContain(acme.key.id);
+      expect(globexIds).not.toContain(acmeCreated.id);
+    });
+
+    it('answers 404 not_found for another account’s key id, and does not revoke it', async () => {
+      await expectJson(await callUsage(svc.baseUrl, globex.key.key), 200);
+      await expectProblem(await api(acmeToken, `/${globex.key.id}`, { method: 'DELETE' }), 404, 'not_found');
+      // Past the service's key cache (≤ 5 s would be needed to notice a revocation), still accepted.
+      await new Promise((r) => setTimeout(r, 2500));
+      await expectJson(await callUsage(svc.baseUrl, globex.key.key), 200);
+      const listed = (await list(globexToken)).find((k) => k.id === globex.key.id);
+      expect(listed).toMatchObject({ status: 'active', revoked_at: null });
+    });
+
+    it('answers 404 not_found for an unknown key id', async () => {
+      await expectProblem(
+        await api(acmeToken, '/key_000000000000000000000000000', { method: 'DELETE' }),
+        404,
+        'not_found',
+      );
+    });
+  });
+
+  describe('DELETE /api/account/api-keys/{id}', () => {
+    it('revokes the key (200): the service refuses it within 5 s', async () => {
+      const created = await createOk(acmeToken, { name: 'to revoke' });
+      // Used once, so the service has it in its lookup cache when it is revoked.
+      await expectJson(await callUsage(svc.baseUrl, created.key), 200);
+
+      const revoked = await expectJson<KeyView>(
+        await api(acmeToken, `/${created.id}`, { method: 'DELETE' }),
+        200,
+      );
+      expect(revoked).toMatchObject({ id: created.id, status: 'revoked' });
+      expect(revoked.revoked_at).toBeTypeOf('string');
+      expect(revoked).not.toHaveProperty('key');
+
+      const { res, elapsedMs } = await pollForStatus(() => callUsage(svc.baseUrl, created.key), 401, 6000);
+      await expectProblem(res, 401, 'unauthorized');
+      expect(elapsedMs).toBeLessThanOrEqual(5000);
+
+      const listed = (await list(acmeToken)).find((k) => k.id === created.id);
+      expect(listed).toMatchObject({ status: 'revoked', revoked_at: revoked.revoked_at });
+    }, 30_000);
+
+    it('is idempotent: revoking a revoked key answers 200 with the same revoked_at', async () => {
+      const created = await createOk(acmeToken, { name: 'twice' });
+      const first = await expectJson<KeyView>(
+        await api(acmeToken, `/${created.id}`, { method: 'DELETE' }),
+        200,
+      );
+      const second = await expectJson<KeyView>(
+        await api(acmeToken, `/${created.id}`, { method: 'DELETE' }),
+        200,
+      );
+      expect(second).toEqual(first);
+    });
+
+    it('needs a valid token (401 with WWW-Authenticate)', async () => {
+      const res = await fetch(`${svc.baseUrl}/api/account/api-keys/${acme.key.id}`, { method: 'DELETE' });
+      await expectProblem(res, 401, 'unauthorized');
+      expect(res.headers.get('www-authenticate')).toBe('Bearer error="invalid_token"');
+      await expectJson(await callUsage(svc.baseUrl, acme.key.key), 200);
+    });
+
+    it('needs the key-admin role (403 forbidden), and leaves the key alone', async () => {
+      const viewer = remember(idp.sign({ org_id: 'acme', sub: 'victor', roles: ['viewer'] }));
+      await expectProblem(await api(viewer, `/${acme.key.id}`, { method: 'DELETE' }), 403, 'forbidden');
+      const listed = (await list(acmeToken)).find((k) => k.id === acme.key.id);
+      expect(listed).toMatchObject({ status: 'active' });
+    });
+  });
+
+  describe('secrets never logged', () => {
+    it('keeps every raw key and JWT out of the service output (LOG_LEVEL=debug)', () => {
+      const output = svc.output();
+      expect(output).toContain('"msg":"request"');
+      expect(secrets.size).toBeGreaterThan(8);
+      expect([...secrets].filter((secret) => output.includes(secret))).toEqual([]);
+    });
+  });
+});

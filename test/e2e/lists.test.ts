@@ -1,0 +1,472 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { getAddress } from 'viem';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BUILT_IN_NETWORKS } from '../../src/chains/registry.js';
+import { ListsService } from '../../src/lists/service.js';
+import { connectOrm, type Orm } from '../../src/platform/orm.js';
+import { PROJECT_ROOT } from '../../src/platform/paths.js';
+import {
+  expectJson,
+  expectProblem,
+  openAccounts,
+  startServiceRetrying,
+  type Customer,
+} from '../support/auth-helpers.js';
+import {
+  cli,
+  cliJson,
+  eventually,
+  prepareEnv,
+  type RunningService,
+  type TestEnv,
+} from '../support/service.js';
+
+interface EntryView {
+  id: string;
+  list: 'deny' | 'allow';
+  target: string;
+  chain: string | null;
+  label: string | null;
+  reason: string | null;
+  created_at: string;
+  created_by: string;
+}
+interface EntryPage {
+  data: EntryView[];
+  next_cursor: string | null;
+}
+interface ImportResult {
+  source: string;
+  list_as_of: string;
+  total: number;
+  added: number;
+  removed: number;
+  by_currency: Record<string, number>;
+}
+interface UsageCall {
+  method: string;
+  endpoint: string;
+  status: number;
+  api_key_id: string;
+}
+
+const SDN = join(PROJECT_ROOT, 'test', 'fixtures', 'sdn_advanced.xml');
+const SDN_DELISTED = join(PROJECT_ROOT, 'test', 'fixtures', 'sdn_advanced_delisted.xml');
+/** In both fixtures (ETH and USDT); written there in mixed case. */
+const LISTED_EVM = '0xDC6d495C24d5B5597B5EBa73948B85040fEe9521';
+/** In sdn_advanced.xml only: party 91003, de-listed the next day. */
+const DELISTED_EVM = '0xAcBa122Cb40f7260F95E6722c3FC240AE68317D2';
+const DELISTED_TRX = 'TC8A5Eb5TatreUEcr5QThJibtceR9dn2PV';
+const SOLANA = '8xDMMWeMZcMEavSWLJkk56cfnDdcEzhReuouQ9Dn82u7';
+
+/** A fresh EVM address in EIP-55 form (distinct per call). */
+let evmCounter = 0;
+const evmAddress = () => getAddress(`0x${(0xa11ce000 + ++evmCounter).toString(16).padStart(40, 'b')}`);
+
+/** The EIP-55 address with the case of its first hex letter flipped: a checksum typo. */
+function badChecksum(address: string): string {
+  const i = address.slice(2).search(/[a-fA-F]/) + 2;
+  const c = address[i]!;
+  return (
+    address.slice(0, i) + (c === c.toLowerCase() ? c.toUpperCase() : c.toLowerCase()) + address.slice(i + 1)
+  );
+}
+
+/**
+ * Sanctions import (CLI) and the organisation deny/allow lists over HTTP (API.md "Beyond the seed"):
+ * `GET|POST /api/v1/lists/{list}/entries`, `DELETE /api/v1/lists/{list}/entries/{id}`, API key +
+ * entitlement, always scoped to the key's account.
+ */
+describe('sanctions import and organisation lists (built service over HTTP)', () => {
+  let testEnv: TestEnv;
+  let db: Awaited<ReturnType<typeof openAccounts>>;
+  let orm: Orm;
+  let lists: ListsService;
+  let svc: RunningService;
+  let acme: Customer;
+  let globex: Customer;
+  let initech: Customer;
+  let tmp: string;
+
+  const api = (customer: Customer, path: string, init: RequestInit = {}) =>
+    fetch(`${svc.baseUrl}/api/v1/lists${path}`, {
+      ...init,
+      headers: { 'x-api-key': customer.key.key, ...(init.headers as Record<string, string>) },
+    });
+  const add = (customer: Customer, list: string, body: unknown) =>
+    api(customer, `/${list}/entries`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+  const addOk = async (customer: Customer, list: string, body: unknown) =>
+    expectJson<EntryView>(await add(customer, list, body), 201);
+  const page = async (customer: Customer, list: string, query: Record<string, string> = {}) =>
+    expectJson<EntryPage>(
+      await api(customer, `/${list}/entries?${new URLSearchParams(query).toString()}`),
+      200,
+    );
+  const remove = (customer: Customer, list: string, id: string) =>
+    api(customer, `/${list}/entries/${id}`, { method: 'DELETE' });
+  const importFile = (file: string, ...args: string[]) =>
+    cliJson<ImportResult>(testEnv.env, ['lists', 'import', ...args, file]);
+
+  beforeAll(async () => {
+    tmp = mkdtempSync(join(tmpdir(), 'rw-lists-'));
+    testEnv = await prepareEnv();
+    db = await openAccounts(testEnv.env);
+    [acme, globex, initech] = await Promise.all([
+      db.customer('acme'),
+      db.customer('globex'),
+      db.customer('initech'),
+    ]);
+    orm = await connectOrm(testEnv.env.DATABASE_URL!, 2);
+    lists = new ListsService(orm, BUILT_IN_NETWORKS);
+    svc = await startServiceRetrying(testEnv.env);
+  }, 120_000);
+
+  afterAll(async () => {
+    await svc?.stop();
+    await orm?.close();
+    await db?.close();
+    await testEnv?.dropDatabase();
+    if (tmp) rmSync(tmp, { recursive: true, force: true });
+  });
+
+  describe('riskwatch lists import', () => {
+    it('imports the OFAC SDN advanced XML: every currency, counted, with the file’s date', async () => {
+      const result = await importFile(SDN, '--format', 'ofac-sdn-xml');
+      expect(result).toEqual({
+        source: 'OFAC SDN',
+        list_as_of: '2026-11-20',
+        total: 10,
+        added: 10,
+        removed: 0,
+        by_currency: { ETH: 3, SOL: 1, TRX: 1, USDT: 2, XBT: 2, XMR: 1 },
+      });
+      expect(await lists.isSanctioned(LISTED_EVM.toLowerCase())).toMatchObject({
+        source: 'OFAC SDN',
+        currency: 'ETH',
+        name: 'NORTHWIND CYBER COLLECTIVE',
+        list_as_of: '2026-11-20',
+      });
+      expect(await lists.isSanctioned(DELISTED_TRX)).toMatchObject({ currency: 'USDT', uid: '91003' });
+    });
+
+    it('is idempotent: the same file again adds and removes nothing', async () => {
+      expect(await importFile(SDN, '--format', 'ofac-sdn-xml')).toMatchObject({
+        total: 10,
+        added: 0,
+        removed: 0,
+      });
+    });
+
+    it('replaces the source with the next issue: de-listed addresses disappear', async () => {
+      const result = await importFile(SDN_DELISTED, '--format', 'ofac-sdn-xml');
+      expect(result).toMatchObject({ list_as_of: '2026-11-21', total: 7, added: 0, removed: 3 });
+      expect(await lists.isSanctioned(DELISTED_EVM)).toBeNull();
+      expect(await lists.isSanctioned(DELISTED_TRX)).toBeNull();
+      expect(await lists.isSanctioned(LISTED_EVM)).toMatchObject({ list_as_of: '2026-11-21' });
+      expect(await cliJson(testEnv.env, ['lists', 'sources'])).toEqual([
+        {
+          source: 'OFAC SDN',
+          list_as_of: '2026-11-21',
+          imported_at: expect.any(String) as unknown,
+          total: 7,
+          by_currency: { ETH: 2, SOL: 1, TRX: 1, USDT: 1, XBT: 1, XMR: 1 },
+        },
+      ]);
+    });
+
+    it('imports an operator CSV as its own source, with --as-of', async () => {
+      const file = join(tmp, 'intel.csv');
+      writeFileSync(file, `address,currency,name,uid\n${SOLANA},SOL,"Fraud ring, east",INT-7\n`);
+      const result = await importFile(
+        file,
+        '--format',
+        'csv',
+        '--source',
+        'acme-intel',
+        '--as-of',
+        '2026-10-01',
+      );
+      expect(result).toEqual({
+        source: 'acme-intel',
+        list_as_of: '2026-10-01',
+        total: 1,
+        added: 1,
+        removed: 0,
+        by_currency: { SOL: 1 },
+      });
+      expect(await lists.isSanctioned(SOLANA)).toEqual({
+        source: 'acme-intel',
+        currency: 'SOL',
+        name: 'Fraud ring, east',
+        uid: 'INT-7',
+        list_as_of: '2026-10-01',
+      });
+      expect(await lists.isSanctioned(LISTED_EVM)).toMatchObject({ source: 'OFAC SDN' });
+    });
+
+    it('refuses a CSV without --source, a bad date, an unknown format and a malformed file, changing nothing', async () => {
+      const csv = join(tmp, 'nosource.csv');
+      writeFileSync(csv, `address,currency,name\n${evmAddress()},ETH,x\n`);
+      await expect(cli(testEnv.env, ['lists', 'import', '--format', 'csv', csv])).rejects.toThrow(
+        /--source is required/,
+      );
+      await expect(
+        cli(testEnv.env, ['lists', 'import', '--format', 'ofac-sdn-xml', '--as-of', '2026-02-30', SDN]),
+      ).rejects.toThrow(/YYYY-MM-DD/);
+      await expect(cli(testEnv.env, ['lists', 'import', '--format', 'xlsx', SDN])).rejects.toThrow(
+        /ofac-sdn-xml, csv/,
+      );
+      const truncated = join(tmp, 'truncated.xml');
+      writeFileSync(truncated, '<?xml version="1.0"?><Sanctions><DistinctParties><DistinctParty>');
+      await expect(
+        cli(testEnv.env, ['lists', 'import', '--format', 'ofac-sdn-xml', truncated]),
+      ).rejects.toThrow(/invalid_request: Not well-formed XML/);
+      expect(await lists.isSanctioned(LISTED_EVM)).toMatchObject({ list_as_of: '2026-11-21' });
+    });
+  });
+
+  describe('POST /api/v1/lists/{list}/entries', () => {
+    it('adds an EVM target for every chain: stored normalised, answered in EIP-55 (201)', async () => {
+      const target = evmAddress();
+      const res = await add(acme, 'deny', {
+        target: target.toLowerCase(),
+        label: 'drainer',
+        reason: 'phishing kit seen 2026-11-02',
+      });
+      const entry = await expectJson<EntryView>(res, 201);
+      expect(entry).toEqual({
+        id: expect.stringMatching(/^lst_[0-9a-f]{28}$/) as unknown,
+        list: 'deny',
+        target,
+        chain: null,
+        label: 'drainer',
+        reason: 'phishing kit seen 2026-11-02',
+        created_at: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/) as unknown,
+        created_by: `api_key:${acme.key.id}`,
+      });
+      expect(res.headers.get('cache-control')).toBe('no-store');
+    });
+
+    it('adds for one chain, by name, CAIP-2 id or network (no RPC URL is configured for any of them)', async () => {
+      expect(await addOk(acme, 'allow', { target: SOLANA, chain: 'solana' })).toMatchObject({
+        chain: 'solana',
+        target: SOLANA,
+        label: null,
+        reason: null,
+      });
+      expect(await addOk(acme, 'deny', { target: evmAddress(), chain: 'eip155:8453' })).toMatchObject({
+        chain: 'base',
+      });
+      expect(await addOk(acme, 'deny', { target: evmAddress(), network: 'sepolia' })).toMatchObject({
+        chain: 'ethereum',
+      });
+      expect(
+        await addOk(acme, 'deny', { target: evmAddress(), chain: 'Polygon', network: 'mainnet' }),
+      ).toMatchObject({
+        chain: 'polygon',
+      });
+    });
+
+    it('answers 409 conflict for the same target on the same list and chain (any case)', async () => {
+      const target = evmAddress();
+      await addOk(acme, 'deny', { target });
+      const problem = await expectProblem(
+        await add(acme, 'deny', { target: target.toLowerCase() }),
+        409,
+        'conflict',
+      );
+      expect(problem.detail).toContain(target);
+      await addOk(acme, 'deny', { target, chain: 'ethereum' });
+      await expectProblem(await add(acme, 'deny', { target, chain: 'eip155:1' }), 409, 'conflict');
+      await addOk(acme, 'allow', { target });
+      await addOk(globex, 'deny', { target });
+    });
+
+    it('refuses a mixed-case EVM address with a wrong EIP-55 checksum (400 invalid_address)', async () => {
+      const typo = badChecksum(evmAddress());
+      const problem = await expectProblem(await add(acme, 'deny', { target: typo }), 400, 'invalid_address');
+      expect(problem.errors).toEqual([{ path: 'target', message: 'EIP-55 checksum mismatch' }]);
+      await expectProblem(await add(acme, 'deny', { target: typo, chain: 'base' }), 400, 'invalid_address');
+    });
+
+    it.each([
+      ['a Solana address for an EVM chain', { target: SOLANA, chain: 'ethereum' }],
+      ['an EVM address for Solana', { target: LISTED_EVM, chain: 'solana' }],
+      ['a base58 string that is not 32 bytes', { target: '11111111' }],
+      ['something that is no address', { target: 'vitalik.eth' }],
+    ])('refuses %s (400 invalid_address)', async (_what, body) => {
+      await expectProblem(await add(acme, 'deny', body), 400, 'invalid_address');
+    });
+
+    it('refuses an unknown chain or network (400 unsupported_chain, listing the known ones)', async () => {
+      const problem = await expectProblem(
+        await add(acme, 'deny', { target: evmAddress(), chain: 'dogechain' }),
+        400,
+        'unsupported_chain',
+      );
+      expect(problem.detail).toContain('polygon/mainnet');
+      await expectProblem(
+        await add(acme, 'deny', { target: evmAddress(), chain: 'ethereum', network: 'goerli' }),
+        400,
+        'unsupported_chain',
+      );
+      await expectProblem(
+        await add(acme, 'deny', { target: SOLANA, chain: 'eip155:999999' }),
+        400,
+        'unsupported_chain',
+      );
+    });
+
+    it.each([
+      ['a missing target', { label: 'x' }, 'target'],
+      ['a blank target', { target: '  ' }, 'target'],
+      ['a target that is not a string', { target: 42 }, 'target'],
+      ['a label over 200 characters', { target: LISTED_EVM, label: 'x'.repeat(201) }, 'label'],
+      ['a reason over 1000 characters', { target: LISTED_EVM, reason: 'x'.repeat(1001) }, 'reason'],
+      ['an unknown field', { target: LISTED_EVM, severity: 'high' }, ''],
+    ])('refuses %s (400 invalid_request, errors[] names it)', async (_what, body, field) => {
+      const problem = await expectProblem(await add(acme, 'deny', body), 400, 'invalid_request');
+      expect(problem.errors?.length).toBeGreaterThan(0);
+      if (field) expect(problem.errors?.map((e) => e.path)).toContain(field);
+      else expect(problem.errors!.some((e) => `${e.path} ${e.message}`.includes('severity'))).toBe(true);
+    });
+
+    it('refuses a body that is not JSON (415)', async () => {
+      const res = await api(acme, '/deny/entries', {
+        method: 'POST',
+        headers: { 'content-type': 'text/plain' },
+        body: LISTED_EVM,
+      });
+      await expectProblem(res, 415, 'unsupported_media_type');
+    });
+  });
+
+  describe('unknown lists and credentials', () => {
+    it('answers 404 not_found (not 400) for a list other than deny/allow, on every method', async () => {
+      await expectProblem(await api(acme, '/grey/entries'), 404, 'not_found');
+      await expectProblem(await add(acme, 'grey', { target: LISTED_EVM }), 404, 'not_found');
+      const entry = await addOk(acme, 'deny', { target: evmAddress() });
+      await expectProblem(await remove(acme, 'grey', entry.id), 404, 'not_found');
+      await expectProblem(await remove(acme, 'allow', entry.id), 404, 'not_found');
+    });
+
+    it('needs an API key (401) and refuses browser calls (403)', async () => {
+      await expectProblem(await fetch(`${svc.baseUrl}/api/v1/lists/deny/entries`), 401, 'unauthorized');
+      await expectProblem(
+        await api(acme, '/deny/entries', { headers: { origin: 'https://evil.example' } }),
+        403,
+        'browser_request_forbidden',
+      );
+    });
+  });
+
+  describe('tenancy', () => {
+    it('lists only the key account’s entries', async () => {
+      const mine = await addOk(acme, 'deny', { target: evmAddress(), label: 'acme only' });
+      const theirs = await addOk(globex, 'deny', { target: evmAddress(), label: 'globex only' });
+      const acmeIds = (await page(acme, 'deny', { limit: '1000' })).data.map((e) => e.id);
+      const globexIds = (await page(globex, 'deny', { limit: '1000' })).data.map((e) => e.id);
+      expect(acmeIds).toContain(mine.id);
+      expect(acmeIds).not.toContain(theirs.id);
+      expect(globexIds).toContain(theirs.id);
+      expect(globexIds).not.toContain(mine.id);
+      expect((await page(globex, 'deny', { target: mine.target })).data).toEqual([]);
+    });
+
+    it('answers 404 for another account’s entry id and leaves it in place', async () => {
+      const entry = await addOk(acme, 'deny', { target: evmAddress() });
+      await expectProblem(await remove(globex, 'deny', entry.id), 404, 'not_found');
+      expect((await page(acme, 'deny', { target: entry.target })).data).toEqual([entry]);
+      await expectProblem(await remove(acme, 'deny', 'lst_000000000000000000000000000'), 404, 'not_found');
+    });
+  });
+
+  describe('DELETE /api/v1/lists/{list}/entries/{id}', () => {
+    it('removes the entry and answers with it (200); a second delete is 404', async () => {
+      const entry = await addOk(acme, 'allow', {
+        target: evmAddress(),
+        chain: 'arbitrum',
+        label: 'treasury',
+      });
+      expect(await expectJson<EntryView>(await remove(acme, 'allow', entry.id), 200)).toEqual(entry);
+      expect((await page(acme, 'allow', { target: entry.target })).data).toEqual([]);
+      await expectProblem(await remove(acme, 'allow', entry.id), 404, 'not_found');
+      // Gone from the lookup the risk engine uses, too.
+      expect((await lists.listStatus(acme.account.id, 'arbitrum', entry.target)).allowed).toBeNull();
+    });
+  });
+
+  describe('GET /api/v1/lists/{list}/entries', () => {
+    it('pages newest first with limit and next_cursor, every entry exactly once', async () => {
+      const created: EntryView[] = [];
+      for (let i = 0; i < 5; i++)
+        created.push(await addOk(initech, 'deny', { target: evmAddress(), label: `#${i}` }));
+      const seen: EntryView[] = [];
+      let cursor: string | null = null;
+      let pages = 0;
+      do {
+        const body: EntryPage = await page(initech, 'deny', { limit: '2', ...(cursor ? { cursor } : {}) });
+        expect(body.data.length).toBeLessThanOrEqual(2);
+        seen.push(...body.data);
+        cursor = body.next_cursor;
+        pages += 1;
+      } while (cursor && pages < 10);
+      expect(pages).toBe(3);
+      expect(seen.map((e) => e.id)).toEqual(created.map((e) => e.id).reverse());
+      expect(seen).toEqual([...created].reverse());
+      expect((await page(initech, 'allow')).data).toEqual([]);
+    });
+
+    it('filters by target, in any case for EVM', async () => {
+      const entry = await addOk(initech, 'allow', { target: evmAddress(), chain: 'optimism' });
+      expect((await page(initech, 'allow', { target: entry.target.toLowerCase() })).data).toEqual([entry]);
+      expect((await page(initech, 'allow', { target: entry.target })).data).toEqual([entry]);
+      expect((await page(initech, 'allow', { target: evmAddress() })).data).toEqual([]);
+    });
+
+    it.each([
+      ['limit=0', 'limit'],
+      ['limit=1001', 'limit'],
+      ['cursor=not-a-cursor', 'cursor'],
+      ['unknown=1', ''],
+    ])('refuses %s (400 invalid_request)', async (query, field) => {
+      const problem = await expectProblem(await api(acme, `/deny/entries?${query}`), 400, 'invalid_request');
+      if (field) expect(problem.errors?.map((e) => e.path)).toContain(`query.${field}`);
+    });
+  });
+
+  describe('usage', () => {
+    it('records the list calls in the account’s usage history, by route template', async () => {
+      const endpoint = '/api/v1/lists/{list}/entries';
+      const query = new URLSearchParams({ endpoint, limit: '1000' }).toString();
+      const calls = await eventually(async () => {
+        const res = await fetch(`${svc.baseUrl}/api/v1/usage?${query}`, {
+          headers: { 'x-api-key': acme.key.key },
+        });
+        const body = (await res.json()) as { data: UsageCall[] };
+        const statuses = new Set(body.data.map((c) => `${c.method} ${c.status}`));
+        return ['POST 201', 'POST 400', 'POST 409', 'GET 200', 'GET 404'].every((s) => statuses.has(s))
+          ? body.data
+          : null;
+      }, 10_000);
+      expect(calls, 'usage shows the list calls within 10 s').toBeTruthy();
+      expect(calls!.every((c) => c.endpoint === endpoint && c.api_key_id === acme.key.id)).toBe(true);
+
+      const deletes = await eventually(async () => {
+        const q = new URLSearchParams({ endpoint: '/api/v1/lists/{list}/entries/{id}' }).toString();
+        const res = await fetch(`${svc.baseUrl}/api/v1/usage?${q}`, {
+          headers: { 'x-api-key': acme.key.key },
+        });
+        const body = (await res.json()) as { data: UsageCall[] };
+        return body.data.some((c) => c.method === 'DELETE' && c.status === 200) ? body.data : null;
+      }, 10_000);
+      expect(deletes).toBeTruthy();
+    });
+  });
+});

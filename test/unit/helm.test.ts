@@ -1,0 +1,509 @@
+import { spawnSync } from 'node:child_process';
+import { chmodSync, cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parse, parseAllDocuments, stringify } from 'yaml';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DEFAULT_CONFIG_FILE, ENV_VARS } from '../../src/platform/config.js';
+import { PROJECT_ROOT } from '../../src/platform/paths.js';
+
+// There is no `helm` binary on these machines: the chart is rendered by chart-render, an offline stand-in
+// for `helm template` (values merging, --set, values.schema.json, sprig, output checked as Kubernetes YAML).
+const CHART = join(PROJECT_ROOT, 'helm', 'riskwatch');
+// shared/ sits beside the repository checkout (locally and in CI).
+const TOOL_DIR = process.env.CHART_RENDER_DIR || join(PROJECT_ROOT, '..', 'shared', 'tools', 'chart-render');
+const APP_SHUTDOWN_TIMEOUT_S = 10; // RISKWATCH_SHUTDOWN_TIMEOUT_MS default, config/riskwatch.yaml
+
+interface EnvVar {
+  name: string;
+  value?: string;
+  valueFrom?: { secretKeyRef?: { name: string; key: string; optional?: boolean } };
+}
+interface Probe {
+  httpGet?: { path: string; port: string | number };
+}
+interface Container {
+  name: string;
+  image: string;
+  args?: string[];
+  command?: string[];
+  securityContext?: Record<string, unknown>;
+  env?: EnvVar[];
+  envFrom?: { configMapRef?: { name: string }; secretRef?: { name: string } }[];
+  ports?: { name: string; containerPort: number }[];
+  startupProbe?: Probe;
+  livenessProbe?: Probe;
+  readinessProbe?: Probe;
+  lifecycle?: { preStop?: { exec?: { command: string[] } } };
+  volumeMounts?: { name: string; mountPath: string }[];
+}
+interface PodSpec {
+  containers: Container[];
+  serviceAccountName?: string;
+  automountServiceAccountToken?: boolean;
+  securityContext?: Record<string, unknown>;
+  terminationGracePeriodSeconds?: number;
+  volumes?: { name: string; emptyDir?: object }[];
+}
+interface Manifest {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; labels?: Record<string, string>; annotations?: Record<string, string> };
+  data?: Record<string, string>;
+  spec?: {
+    replicas?: number;
+    type?: string;
+    clusterIP?: string;
+    ports?: { name: string; port: number; targetPort: string | number }[];
+    selector?: Record<string, unknown>;
+    template?: { metadata?: { annotations?: Record<string, string> }; spec: PodSpec };
+  };
+}
+
+let workDir = '';
+let binary = '';
+// A renderer that cannot be built fails every test with the reason (rather than skipping them).
+let buildError: Error | undefined;
+
+/** Builds chart-render from a temporary copy (the shared folder may be read-only); throws with the reason. */
+function buildRenderer(): string {
+  if (!existsSync(join(TOOL_DIR, 'build.sh')))
+    throw new Error(`chart-render not found: ${TOOL_DIR}/build.sh is missing (set CHART_RENDER_DIR)`);
+  const copy = join(workDir, 'chart-render');
+  cpSync(TOOL_DIR, copy, { recursive: true });
+  chmodSync(copy, 0o755); // build.sh creates bin/ inside its own folder
+  const build = spawnSync('bash', [join(copy, 'build.sh')], { encoding: 'utf8' });
+  const built = /^chart-render built: (.+)$/m.exec(build.stdout ?? '')?.[1];
+  if (build.status !== 0 || !built)
+    throw new Error(
+      `chart-render could not be built (build.sh exit ${build.status ?? build.signal}${build.error ? `, ${build.error.message}` : ''}):\n` +
+        `${(build.stderr ?? '').split('\n').slice(-20).join('\n')}`,
+    );
+  return built.trim();
+}
+
+function run(args: string[]) {
+  if (buildError) throw buildError;
+  const result = spawnSync(binary, [CHART, '--release-name', 'rw', '-n', 'sec', ...args], {
+    encoding: 'utf8',
+  });
+  return { status: result.status, stdout: result.stdout, stderr: result.stderr };
+}
+
+/** Renders and parses; a non-zero exit fails the test with the renderer's message. */
+function render(...args: string[]): Manifest[] {
+  const { status, stdout, stderr } = run(args);
+  if (status !== 0) throw new Error(`chart-render exited ${status}:\n${stderr}`);
+  return parseAllDocuments(stdout)
+    .map((doc) => doc.toJS() as Manifest | null)
+    .filter((m): m is Manifest => m !== null);
+}
+
+function valuesFile(name: string, values: unknown): string {
+  const file = join(workDir, `${name}.yaml`);
+  writeFileSync(file, stringify(values));
+  return file;
+}
+
+const find = (manifests: Manifest[], kind: string, name: string): Manifest => {
+  const found = manifests.find((m) => m.kind === kind && m.metadata.name === name);
+  if (!found)
+    throw new Error(
+      `no ${kind} ${name} in: ${manifests.map((m) => `${m.kind}/${m.metadata.name}`).join(', ')}`,
+    );
+  return found;
+};
+const podSpec = (m: Manifest): PodSpec => {
+  const spec = m.spec?.template?.spec;
+  if (!spec) throw new Error(`${m.kind} ${m.metadata.name} has no pod template`);
+  return spec;
+};
+const workloads = (manifests: Manifest[]) =>
+  manifests.filter((m) => m.kind === 'Deployment' || m.kind === 'Job');
+const onlyContainer = (m: Manifest): Container => {
+  const [container, ...rest] = podSpec(m).containers;
+  expect(rest).toEqual([]);
+  return container!;
+};
+
+/**
+ * The RPC URL variable of every built-in network (RISKWATCH_RPC_SOLANA_MAINNET) and its key under
+ * secrets.rpcUrls (solanaMainnet).
+ */
+const RPC_URL_VARS = Object.entries(ENV_VARS).flatMap(([name, path]) => {
+  const match = /^chains\.networks\.([a-z0-9-]+)\.([a-z0-9-]+)\.rpc_urls$/.exec(path);
+  if (!match) return [];
+  const key = `${match[1]}-${match[2]}`.replace(/-([a-z0-9])/g, (_, c: string) => c.toUpperCase());
+  return [{ name, key }];
+});
+/** The optional secretKeyRef of every RPC URL variable, each key named by `keyOf`. */
+const rpcRefs = (secretName: string, keyOf: (name: string) => string = (name) => name) =>
+  Object.fromEntries(
+    RPC_URL_VARS.map(({ name }) => [name, { name: secretName, key: keyOf(name), optional: true }]),
+  );
+const decode = (data: Record<string, string> = {}) =>
+  Object.fromEntries(Object.entries(data).map(([k, v]) => [k, Buffer.from(v, 'base64').toString()]));
+
+const SECRET_VALUES = [
+  '--set-string',
+  'secrets.databaseUrl=postgres://rw:pw@db.internal:5432/riskwatch,secrets.redisUrl=redis://redis.internal:6379',
+  '--set-string',
+  'secrets.jwtSecret=0123456789abcdef0123456789abcdef',
+];
+
+beforeAll(() => {
+  workDir = mkdtempSync(join(tmpdir(), 'rw-helm-'));
+  try {
+    binary = buildRenderer();
+  } catch (err) {
+    buildError = err as Error;
+  }
+}, 180_000);
+
+afterAll(() => {
+  if (workDir) rmSync(workDir, { recursive: true, force: true });
+});
+
+describe('helm/riskwatch', () => {
+  it('renders valid Kubernetes YAML with the default values', () => {
+    const manifests = render();
+    expect(manifests.map((m) => `${m.kind}/${m.metadata.name}`).sort()).toEqual(
+      [
+        'ConfigMap/rw-riskwatch',
+        'ConfigMap/rw-riskwatch-migrate',
+        'Deployment/rw-riskwatch-api',
+        'Deployment/rw-riskwatch-scheduler',
+        'Deployment/rw-riskwatch-worker',
+        'Job/rw-riskwatch-migrate',
+        'PodDisruptionBudget/rw-riskwatch-api',
+        'Secret/rw-riskwatch',
+        'Secret/rw-riskwatch-migrate',
+        'Service/rw-riskwatch-api',
+        'Service/rw-riskwatch-metrics',
+        'ServiceAccount/rw-riskwatch',
+        'ServiceAccount/rw-riskwatch-migrate',
+      ].sort(),
+    );
+  });
+
+  it('locks down every pod and container', () => {
+    const manifests = render();
+    expect(workloads(manifests)).toHaveLength(4);
+    for (const workload of workloads(manifests)) {
+      const pod = podSpec(workload);
+      expect(pod.automountServiceAccountToken, workload.metadata.name).toBe(false);
+      expect(pod.serviceAccountName).toMatch(/^rw-riskwatch/);
+      expect(pod.securityContext).toMatchObject({
+        runAsNonRoot: true,
+        runAsUser: 1000,
+        seccompProfile: { type: 'RuntimeDefault' },
+      });
+      // Long-running roles drain on SIGTERM: the grace period covers the app's deadline plus the preStop sleep.
+      if (workload.kind === 'Deployment')
+        expect(pod.terminationGracePeriodSeconds).toBeGreaterThan(APP_SHUTDOWN_TIMEOUT_S + 5);
+      expect(pod.volumes).toContainEqual(
+        expect.objectContaining({ name: 'tmp', emptyDir: expect.any(Object) as object }),
+      );
+      for (const container of pod.containers) {
+        expect(container.securityContext, `${workload.metadata.name}/${container.name}`).toMatchObject({
+          runAsNonRoot: true,
+          runAsUser: 1000,
+          readOnlyRootFilesystem: true,
+          allowPrivilegeEscalation: false,
+          capabilities: { drop: ['ALL'] },
+          seccompProfile: { type: 'RuntimeDefault' },
+        });
+        expect(container.volumeMounts).toContainEqual({ name: 'tmp', mountPath: '/tmp' });
+      }
+    }
+    for (const account of manifests.filter((m) => m.kind === 'ServiceAccount'))
+      expect(
+        (account as Manifest & { automountServiceAccountToken?: boolean }).automountServiceAccountToken,
+      ).toBe(false);
+  });
+
+  it('runs every role from the same image, the role being the argument to its entrypoint', () => {
+    for (const overrides of [[], ['--set', 'image.repository=registry.internal/rw,image.tag=1.2.3']]) {
+      const manifests = render(...overrides);
+      const images = new Set(workloads(manifests).map((w) => onlyContainer(w).image));
+      expect(images.size).toBe(1);
+      for (const role of ['api', 'worker', 'scheduler']) {
+        const container = onlyContainer(find(manifests, 'Deployment', `rw-riskwatch-${role}`));
+        expect(container.args).toEqual([role]);
+        expect(container.command).toBeUndefined(); // keeps tini as PID 1
+      }
+      expect(onlyContainer(find(manifests, 'Job', 'rw-riskwatch-migrate')).args).toEqual(['migrate']);
+    }
+    const digest = `sha256:${'a'.repeat(64)}`;
+    const pinned = render('--set', `image.digest=${digest}`);
+    for (const w of workloads(pinned)) expect(onlyContainer(w).image).toBe(`riskwatch@${digest}`);
+    expect(onlyContainer(find(render(), 'Deployment', 'rw-riskwatch-api')).image).toBe('riskwatch:0.1.0');
+  });
+
+  it('runs the migration as a pre-install/pre-upgrade hook, with its own hook-time Secret and ConfigMap', () => {
+    const manifests = render(...SECRET_VALUES);
+    const job = find(manifests, 'Job', 'rw-riskwatch-migrate');
+    expect(job.metadata.annotations).toMatchObject({
+      'helm.sh/hook': 'pre-install,pre-upgrade',
+      'helm.sh/hook-delete-policy': 'before-hook-creation',
+    });
+    const weight = (m: Manifest) => Number(m.metadata.annotations?.['helm.sh/hook-weight'] ?? 0);
+    // On a first install the release's own Secret/ConfigMap/ServiceAccount do not exist yet when hooks run.
+    const pod = podSpec(job);
+    const container = onlyContainer(job);
+    const configMap = find(manifests, 'ConfigMap', container.envFrom?.[0]?.configMapRef?.name ?? '');
+    const secret = find(
+      manifests,
+      'Secret',
+      container.env?.find((e) => e.name === 'DATABASE_URL')?.valueFrom?.secretKeyRef?.name ?? '',
+    );
+    const account = find(manifests, 'ServiceAccount', pod.serviceAccountName ?? '');
+    for (const needed of [configMap, secret, account]) {
+      expect(needed.metadata.annotations?.['helm.sh/hook']).toBe('pre-install,pre-upgrade');
+      expect(weight(needed)).toBeLessThan(weight(job));
+    }
+    expect(secret.data).toEqual(find(manifests, 'Secret', 'rw-riskwatch').data);
+    expect(configMap.data).toEqual(find(manifests, 'ConfigMap', 'rw-riskwatch').data);
+    expect(render('--set', 'migrate.enabled=false').some((m) => m.kind === 'Job')).toBe(false);
+  });
+
+  it('probes the API on /healthz (startup, liveness) and /readyz (readiness), and the other roles on /metrics', () => {
+    const manifests = render();
+    const api = onlyContainer(find(manifests, 'Deployment', 'rw-riskwatch-api'));
+    expect(api.ports).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ name: 'http', containerPort: 8080 }),
+        expect.objectContaining({ name: 'metrics', containerPort: 9464 }),
+      ]),
+    );
+    expect(api.readinessProbe?.httpGet).toEqual({ path: '/readyz', port: 'http' });
+    expect(api.livenessProbe?.httpGet).toEqual({ path: '/healthz', port: 'http' });
+    expect(api.startupProbe?.httpGet).toEqual({ path: '/healthz', port: 'http' });
+    expect(api.lifecycle?.preStop?.exec?.command).toEqual(['sleep', '5']);
+    for (const role of ['worker', 'scheduler']) {
+      const container = onlyContainer(find(manifests, 'Deployment', `rw-riskwatch-${role}`));
+      expect(container.ports).toEqual([expect.objectContaining({ name: 'metrics', containerPort: 9464 })]);
+      expect(container.livenessProbe?.httpGet).toEqual({ path: '/metrics', port: 'metrics' });
+      expect(container.startupProbe?.httpGet).toEqual({ path: '/metrics', port: 'metrics' });
+    }
+  });
+
+  it('keeps /metrics off the API Service, on a headless Service of its own', () => {
+    const manifests = render();
+    const api = find(manifests, 'Service', 'rw-riskwatch-api');
+    expect(api.spec?.ports).toEqual([
+      expect.objectContaining({ name: 'http', port: 8080, targetPort: 'http' }),
+    ]);
+    expect(api.spec?.selector).toMatchObject({ 'app.kubernetes.io/component': 'api' });
+    const metrics = find(manifests, 'Service', 'rw-riskwatch-metrics');
+    expect(metrics.spec).toMatchObject({
+      clusterIP: 'None',
+      ports: [{ name: 'metrics', port: 9464, targetPort: 'metrics' }],
+    });
+    expect(metrics.spec?.selector).not.toHaveProperty(['app.kubernetes.io/component']);
+  });
+
+  it('takes DATABASE_URL, REDIS_URL, AGENT_KEYS and JWT_SECRET from the chart-created Secret', () => {
+    const agentKeys = valuesFile('agent-keys', { secrets: { agentKeys: ['a'.repeat(24), 'b'.repeat(24)] } });
+    const manifests = render(...SECRET_VALUES, '-f', agentKeys);
+    const secret = find(manifests, 'Secret', 'rw-riskwatch');
+    expect(decode(secret.data)).toEqual({
+      DATABASE_URL: 'postgres://rw:pw@db.internal:5432/riskwatch',
+      REDIS_URL: 'redis://redis.internal:6379',
+      AGENT_KEYS: `${'a'.repeat(24)},${'b'.repeat(24)}`,
+      JWT_SECRET: '0123456789abcdef0123456789abcdef',
+    });
+    const configMap = find(manifests, 'ConfigMap', 'rw-riskwatch');
+    for (const name of ['DATABASE_URL', 'REDIS_URL', 'AGENT_KEYS', 'JWT_SECRET'])
+      expect(configMap.data, `${name} must not be in the ConfigMap`).not.toHaveProperty([name]);
+    for (const role of ['api', 'worker', 'scheduler']) {
+      const container = onlyContainer(find(manifests, 'Deployment', `rw-riskwatch-${role}`));
+      expect(container.envFrom).toContainEqual({ configMapRef: { name: 'rw-riskwatch' } });
+      const refs = Object.fromEntries((container.env ?? []).map((e) => [e.name, e.valueFrom?.secretKeyRef]));
+      expect(refs).toEqual({
+        DATABASE_URL: { name: 'rw-riskwatch', key: 'DATABASE_URL', optional: false },
+        REDIS_URL: { name: 'rw-riskwatch', key: 'REDIS_URL', optional: false },
+        AGENT_KEYS: { name: 'rw-riskwatch', key: 'AGENT_KEYS', optional: true },
+        JWT_SECRET: { name: 'rw-riskwatch', key: 'JWT_SECRET', optional: true },
+        ...rpcRefs('rw-riskwatch'),
+      });
+    }
+  });
+
+  it('puts node provider URLs in the Secret only, and leaves a network without URLs unconfigured', () => {
+    expect(RPC_URL_VARS).toHaveLength(10);
+    const apiKey = 'k3y-0f-the-pr0vider';
+    const file = valuesFile('rpc-urls', {
+      secrets: {
+        rpcUrls: {
+          solanaMainnet: [
+            `https://mainnet.helius-rpc.com/?api-key=${apiKey}`,
+            'https://api.mainnet-beta.solana.com',
+          ],
+          baseMainnet: [`https://base-mainnet.g.alchemy.com/v2/${apiKey}`],
+        },
+      },
+    });
+    const args = [...SECRET_VALUES, '-f', file];
+    const manifests = render(...args);
+    expect(run(args).stdout).not.toContain(apiKey); // base64 in the Secrets, nowhere in plain text
+    for (const name of ['rw-riskwatch', 'rw-riskwatch-migrate']) {
+      const decoded = decode(find(manifests, 'Secret', name).data);
+      expect(decoded).toMatchObject({
+        RISKWATCH_RPC_SOLANA_MAINNET: `https://mainnet.helius-rpc.com/?api-key=${apiKey},https://api.mainnet-beta.solana.com`,
+        RISKWATCH_RPC_BASE_MAINNET: `https://base-mainnet.g.alchemy.com/v2/${apiKey}`,
+      });
+      // Networks without URLs get no key: their optional reference leaves the variable unset.
+      expect(
+        Object.keys(decoded)
+          .filter((k) => k.startsWith('RISKWATCH_RPC_'))
+          .sort(),
+      ).toEqual(['RISKWATCH_RPC_BASE_MAINNET', 'RISKWATCH_RPC_SOLANA_MAINNET']);
+      const configMap = find(manifests, 'ConfigMap', name).data ?? {};
+      for (const { name: env } of RPC_URL_VARS) expect(configMap).not.toHaveProperty([env]);
+    }
+    for (const workload of workloads(manifests)) {
+      const refs = Object.fromEntries(
+        (onlyContainer(workload).env ?? []).map((e) => [e.name, e.valueFrom?.secretKeyRef]),
+      );
+      const secretName = workload.kind === 'Job' ? 'rw-riskwatch-migrate' : 'rw-riskwatch';
+      expect(refs).toMatchObject(rpcRefs(secretName));
+    }
+    expect(
+      find(render(...SECRET_VALUES), 'Secret', 'rw-riskwatch').data,
+      'no URLs, no RISKWATCH_RPC_ keys',
+    ).not.toHaveProperty(['RISKWATCH_RPC_SOLANA_MAINNET']);
+  });
+
+  it("puts the node provider tuning in the ConfigMap, defaulting to the service's own defaults", () => {
+    const { defaults } = (
+      parse(readFileSync(DEFAULT_CONFIG_FILE, 'utf8')) as { chains: { defaults: Record<string, number> } }
+    ).chains;
+    const expected = Object.fromEntries(
+      Object.entries(ENV_VARS)
+        .filter(([, path]) => path.startsWith('chains.defaults.'))
+        .map(([name, path]) => [name, String(defaults[path.slice('chains.defaults.'.length)])]),
+    );
+    expect(Object.keys(expected)).toHaveLength(10);
+    expect(find(render(), 'ConfigMap', 'rw-riskwatch').data).toMatchObject(expected);
+    const tuned = find(
+      render('--set', 'config.rpc.ratePerS=0,config.rpc.circuitCooldownMs=3600000'),
+      'ConfigMap',
+      'rw-riskwatch',
+    ).data;
+    expect(tuned).toMatchObject({
+      RISKWATCH_RPC_RATE_PER_S: '0',
+      RISKWATCH_RPC_CIRCUIT_COOLDOWN_MS: '3600000',
+    });
+  });
+
+  it('uses an existing Secret by name and keys, and then creates none', () => {
+    const file = valuesFile('existing-secret', {
+      secrets: {
+        existingSecret: 'corp-riskwatch',
+        existingSecretKeys: {
+          databaseUrl: 'pg',
+          redisUrl: 'redis',
+          agentKeys: 'agents',
+          jwtSecret: 'jwt',
+          rpcUrls: { solanaMainnet: 'solana-rpc' }, // the other networks keep their default keys
+        },
+      },
+    });
+    const manifests = render('-f', file);
+    expect(manifests.filter((m) => m.kind === 'Secret')).toEqual([]);
+    for (const workload of workloads(manifests)) {
+      const refs = Object.fromEntries(
+        (onlyContainer(workload).env ?? []).map((e) => [e.name, e.valueFrom?.secretKeyRef]),
+      );
+      expect(refs).toEqual({
+        DATABASE_URL: { name: 'corp-riskwatch', key: 'pg', optional: false },
+        REDIS_URL: { name: 'corp-riskwatch', key: 'redis', optional: false },
+        AGENT_KEYS: { name: 'corp-riskwatch', key: 'agents', optional: true },
+        JWT_SECRET: { name: 'corp-riskwatch', key: 'jwt', optional: true },
+        ...rpcRefs('corp-riskwatch', (name) =>
+          name === 'RISKWATCH_RPC_SOLANA_MAINNET' ? 'solana-rpc' : name,
+        ),
+      });
+    }
+  });
+
+  it('sets every environment variable of src/platform/config.ts, through the ConfigMap or the Secret', () => {
+    const everySecret = valuesFile('every-secret', {
+      secrets: {
+        agentKeys: ['c'.repeat(24)],
+        rpcUrls: Object.fromEntries(RPC_URL_VARS.map(({ key }) => [key, [`https://${key}.rpc.example/`]])),
+      },
+    });
+    const manifests = render(...SECRET_VALUES, '-f', everySecret);
+    const configMap = find(manifests, 'ConfigMap', 'rw-riskwatch').data ?? {};
+    const secret = find(manifests, 'Secret', 'rw-riskwatch').data ?? {};
+    const envNames = Object.keys(ENV_VARS);
+    const covered = new Set([...Object.keys(configMap), ...Object.keys(secret)]);
+    expect(envNames.filter((name) => !covered.has(name))).toEqual([]);
+    expect(configMap).toMatchObject({ PORT: '8080', METRICS_PORT: '9464', LOG_LEVEL: 'info' });
+  });
+
+  it('rolls the pods when the configuration or the Secret changes', () => {
+    const checksums = (...args: string[]) =>
+      find(render(...args), 'Deployment', 'rw-riskwatch-worker').spec?.template?.metadata?.annotations;
+    const base = checksums(...SECRET_VALUES);
+    expect(base?.['checksum/config']).toMatch(/^[a-f0-9]{64}$/);
+    expect(checksums(...SECRET_VALUES, '--set', 'logLevel=debug')?.['checksum/config']).not.toBe(
+      base?.['checksum/config'],
+    );
+    expect(
+      checksums(...SECRET_VALUES, '--set-string', 'secrets.redisUrl=redis://other:6379')?.['checksum/secret'],
+    ).not.toBe(base?.['checksum/secret']);
+  });
+
+  it('renders the optional Ingress, HPA and ServiceMonitor when asked (the last only where the CRD exists)', () => {
+    const on = [
+      '--set',
+      'ingress.enabled=true,api.autoscaling.enabled=true,metrics.serviceMonitor.enabled=true',
+    ];
+    const without = render(...on);
+    expect(find(without, 'Ingress', 'rw-riskwatch')).toBeTruthy();
+    expect(find(without, 'HorizontalPodAutoscaler', 'rw-riskwatch-api')).toBeTruthy();
+    expect(find(without, 'Deployment', 'rw-riskwatch-api').spec?.replicas).toBeUndefined(); // the HPA owns it
+    expect(without.some((m) => m.kind === 'ServiceMonitor')).toBe(false);
+    const withCrd = render(...on, '-a', 'monitoring.coreos.com/v1');
+    expect(find(withCrd, 'ServiceMonitor', 'rw-riskwatch').spec).toMatchObject({
+      selector: { matchLabels: { 'app.kubernetes.io/component': 'metrics' } },
+      endpoints: [{ port: 'metrics', path: '/metrics' }],
+    });
+  });
+
+  it('rejects bad values with a message naming them', () => {
+    const rejected = (args: string[], message: RegExp) => {
+      const { status, stdout, stderr } = run(args);
+      expect(status, args.join(' ')).toBe(1);
+      expect(stdout).toBe('');
+      expect(stderr).toMatch(message);
+    };
+    rejected(['--set', 'logLevel=loud'], /logLevel/);
+    rejected(['--set', 'image.repository='], /image\.repository/);
+    rejected(['--set', 'api.replicaCount=two'], /api\.replicaCount/);
+    rejected(['--set', 'config.jwt.algorithms=none'], /config\.jwt\.algorithms/);
+    rejected(['--set', 'config.jwt.algorithms=HS256\\,RS256'], /config\.jwt\.algorithms/); // one family only
+    rejected(['--set-string', 'secrets.databaseUrl=mysql://db/rw'], /secrets\.databaseUrl/);
+    rejected(['--set', 'config.rpc.concurrency=0'], /config\.rpc\.concurrency/);
+    rejected(['--set', 'config.rpc.retries=null'], /config\.rpc.*retries/); // a nulled default would render "0"
+    const badRpc = (name: string, rpcUrls: object) => ['-f', valuesFile(name, { secrets: { rpcUrls } })];
+    rejected(badRpc('rpc-wss', { solanaMainnet: ['wss://ws.example'] }), /secrets\.rpcUrls\.solanaMainnet/);
+    rejected(
+      badRpc('rpc-comma', { bscMainnet: ['https://a.example,https://b.example'] }),
+      /secrets\.rpcUrls\.bscMainnet/,
+    );
+    rejected(badRpc('rpc-network', { solana: ['https://a.example'] }), /secrets\.rpcUrls/); // not a network key
+    rejected(
+      ['--set', 'config.rpc.backoffBaseMs=5000'],
+      /config\.rpc\.backoffMaxMs \(2000\) must be at least config\.rpc\.backoffBaseMs \(5000\)/,
+    );
+    rejected(['--set', 'replicaCount=3'], /replicaCount/); // unknown top-level key: a typo
+    rejected(
+      ['--set', 'terminationGracePeriodSeconds=12'],
+      /terminationGracePeriodSeconds \(12\) must exceed/,
+    );
+  });
+});
