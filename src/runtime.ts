@@ -6,6 +6,7 @@ import { ChainProviders } from './chains/providers.js';
 import { chainNames } from './chains/registry.js';
 import { JobQueues } from './jobs/queues.js';
 import { ImpactService } from './impact/service.js';
+import { ListsCache } from './lists/cache.js';
 import { ListsService } from './lists/service.js';
 import { loadConfig, type Config } from './platform/config.js';
 import { createLogger, type Logger } from './platform/logger.js';
@@ -14,6 +15,7 @@ import { connectOrm, type Orm } from './platform/orm.js';
 import { PROJECT_ROOT } from './platform/paths.js';
 import { createBullConnection, createRedis } from './platform/redis.js';
 import { Shutdown } from './platform/shutdown.js';
+import { RiskService } from './risk/service.js';
 import { UsageService } from './usage/service.js';
 
 export const VERSION = (
@@ -40,6 +42,9 @@ export interface Runtime {
   usage: UsageService;
   impact: ImpactService;
   lists: ListsService;
+  /** The lists as the risk engine reads them (memory, dropped on every change; `start()` in the API). */
+  listsCache: ListsCache;
+  risk: RiskService;
 }
 
 export async function createRuntime(role: string, config: Readonly<Config> = loadConfig()): Promise<Runtime> {
@@ -54,6 +59,14 @@ export async function createRuntime(role: string, config: Readonly<Config> = loa
     redis,
     redisKeyPrefix: config.redis.key_prefix,
     metrics: metrics.registry,
+    logger,
+  });
+  const impact = new ImpactService(orm, chainNames, logger);
+  // The service tells the cache of each change; the cache reads through the service.
+  const lists = new ListsService(orm, providers.networks, (scope) => listsCache.changed(scope));
+  const listsCache = new ListsCache(lists, {
+    redis,
+    channel: `${config.redis.key_prefix}lists:changed`,
     logger,
   });
   const runtime: Runtime = {
@@ -71,8 +84,18 @@ export async function createRuntime(role: string, config: Readonly<Config> = loa
       defaultRateLimitPerMin: config.rate_limit.default_per_min,
     }),
     usage: new UsageService(orm),
-    impact: new ImpactService(orm, chainNames, logger),
-    lists: new ListsService(orm, providers.networks),
+    impact,
+    lists,
+    listsCache,
+    risk: new RiskService({
+      providers,
+      redis,
+      redisKeyPrefix: config.redis.key_prefix,
+      lists: listsCache,
+      impact,
+      logger,
+      settings: config.risk,
+    }),
   };
   redis.on('error', (err: Error) => logger.warn({ err: { message: err.message } }, 'redis error'));
   bull.on('error', (err: Error) => logger.warn({ err: { message: err.message } }, 'redis (queues) error'));

@@ -122,6 +122,7 @@ export function buildOpenApiDocument(routes: RouteSpec[], info: { version: strin
       { name: 'Public', description: 'No credential' },
       { name: 'Operations', description: 'Health and readiness' },
       { name: 'Developer API', description: 'X-API-Key plus an active Enterprise entitlement' },
+      { name: 'Risk', description: 'Bearer JWT whose account claim names the account' },
       { name: 'Account', description: 'Bearer JWT with the key-admin role' },
     ],
     paths,

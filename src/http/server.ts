@@ -10,6 +10,7 @@ import { HealthService } from '../health/service.js';
 import { healthRoutes } from '../health/routes.js';
 import { impactRoutes } from '../impact/routes.js';
 import { listRoutes } from '../lists/routes.js';
+import { riskRoutes } from '../risk/routes.js';
 import { newId } from '../platform/ids.js';
 import { RELEASE_ID, VERSION, type Runtime } from '../runtime.js';
 import { UsageRecorder, usageStreamKey } from '../usage/recorder.js';
@@ -24,6 +25,8 @@ import { JwtVerifier } from './jwt.js';
  */
 const SHUTDOWN_QUIET_MS = 200;
 const SHUTDOWN_GRACE_MAX_MS = 2000;
+/** How often an API process writes the impact counts it gathered (assessments, scans, preflights). */
+const IMPACT_FLUSH_MS = 2000;
 
 /** The `api` role: serves every endpoint; enqueues work, never does it inline. */
 export async function startApi(rt: Runtime): Promise<Server> {
@@ -42,6 +45,7 @@ export async function startApi(rt: Runtime): Promise<Server> {
     ...healthRoutes(health, () => shutdown.shuttingDown),
     ...impactRoutes(rt.impact),
     ...usageRoutes(rt.usage),
+    ...riskRoutes(rt.risk),
     ...listRoutes(rt.lists),
     ...accountRoutes(rt.accounts),
   ];
@@ -63,6 +67,8 @@ export async function startApi(rt: Runtime): Promise<Server> {
     routes,
   });
   await rt.impact.startReloading(config.impact.reload_ms);
+  rt.impact.startFlushing(IMPACT_FLUSH_MS);
+  await rt.listsCache.start();
 
   // requireHostHeader off: a missing Host is refused by the app as problem+json (see createApp).
   const server = createServer({ requireHostHeader: false }, app.callback());
@@ -117,5 +123,7 @@ export async function startApi(rt: Runtime): Promise<Server> {
     });
   });
   shutdown.add('usage-flush', () => usage.flush(5000));
+  shutdown.add('impact-counters', () => rt.impact.stopFlushing());
+  shutdown.add('lists-cache', () => rt.listsCache.stop());
   return server;
 }

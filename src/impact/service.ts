@@ -32,12 +32,67 @@ export interface ImpactBody {
 export class ImpactService {
   private current: { body: ImpactBody; json: string } | undefined;
   private timer: NodeJS.Timeout | undefined;
+  /** Counts not yet written, by `metric` + NUL + hour (ISO). */
+  private pending = new Map<string, number>();
+  private flushTimer: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly orm: Orm,
     private readonly chains: () => string[],
     private readonly logger: Logger,
   ) {}
+
+  /**
+   * Counts `n` of `metric` in the current hour. Kept in memory and written by `flushCounts` (every few
+   * seconds and at shutdown), never on the request path; a failed write keeps the counts for the next one.
+   */
+  count(metric: ImpactMetric, n = 1, now = new Date()): void {
+    if (n <= 0) return;
+    const hour = new Date(now);
+    hour.setUTCMinutes(0, 0, 0);
+    const key = `${metric}\u0000${hour.toISOString()}`;
+    this.pending.set(key, (this.pending.get(key) ?? 0) + n);
+  }
+
+  /** Adds the pending counts to impact_counters in one statement. */
+  async flushCounts(): Promise<void> {
+    if (this.pending.size === 0) return;
+    const batch = this.pending;
+    this.pending = new Map();
+    const rows = [...batch].map(([key, count]) => {
+      const [metric, hour] = key.split('\u0000');
+      return { metric, hour, count };
+    });
+    try {
+      await this.orm.em.getConnection().execute(
+        `insert into impact_counters (metric, hour, count)
+           select r.metric, r.hour, r.count
+             from jsonb_to_recordset(?::jsonb) as r(metric text, hour timestamptz, count bigint)
+         on conflict (metric, hour) do update set count = impact_counters.count + excluded.count`,
+        [JSON.stringify(rows)],
+        'run',
+      );
+    } catch (err) {
+      for (const [key, count] of batch) this.pending.set(key, (this.pending.get(key) ?? 0) + count);
+      throw err;
+    }
+  }
+
+  /** Writes pending counts every `everyMs` (the roles that count: api, worker). */
+  startFlushing(everyMs: number): void {
+    this.flushTimer = setInterval(() => {
+      this.flushCounts().catch((err: Error) =>
+        this.logger.warn({ err: { message: err.message } }, 'impact counters not written yet; will retry'),
+      );
+    }, everyMs);
+    this.flushTimer.unref();
+  }
+
+  /** Stops the timer and writes what is pending (graceful shutdown). */
+  async stopFlushing(): Promise<void> {
+    clearInterval(this.flushTimer);
+    await this.flushCounts();
+  }
 
   async refresh(now = new Date()): Promise<ImpactBody> {
     const conn = this.orm.em.getConnection();

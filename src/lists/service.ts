@@ -31,7 +31,7 @@ export interface ListEntryView {
   created_by: string;
 }
 
-/** What the lists say about one target for one account: the risk engine's single lookup. */
+/** What the lists say about one target for one account (ListsCache answers it from memory). */
 export interface ListStatus {
   denied: ListEntryView | null;
   allowed: ListEntryView | null;
@@ -161,8 +161,8 @@ const sanctionMatch = (r: SanctionRow): SanctionMatch => ({
 
 /**
  * Sanctions data (imported by operators, shared by every account) and each account's deny and allow lists.
- * Every list query is scoped to one account, and nothing is cached: one account's list never shows through
- * another's.
+ * Every list query is scoped to one account: one account's list never shows through another's. The risk
+ * engine reads them through ListsCache, which this service tells of every change.
  */
 export class ListsService {
   /** Lists name chains, not RPC endpoints: every network riskwatch knows counts, configured or not. */
@@ -171,49 +171,25 @@ export class ListsService {
   constructor(
     private readonly orm: Orm,
     networks: readonly NetworkDef[],
+    /** Told after every committed change (ListsCache drops its copies, here and on other replicas). */
+    private readonly onChange: (scope: { accountId: string } | 'sanctions') => void = () => undefined,
   ) {
     this.registry = { networks, configured: networks };
   }
 
-  /** The sanctions list entry naming this address on any chain, or null. */
-  async isSanctioned(address: string): Promise<SanctionMatch | null> {
+  /**
+   * Every sanctioned address (normalised) with the list naming it (the first by source and currency when
+   * several do): the risk engine's in-memory index (ListsCache), reloaded when an import changes it.
+   */
+  async sanctionsIndex(): Promise<Map<string, SanctionMatch>> {
     const rows = await this.orm.em
       .getConnection()
-      .execute<SanctionRow[]>(
-        `select ${SANCTION_COLUMNS} from sanctioned_addresses where address = ? order by source, currency limit 1`,
-        [normaliseAddress(address)],
+      .execute<(SanctionRow & { address: string })[]>(
+        `select address, ${SANCTION_COLUMNS} from sanctioned_addresses order by address, source, currency`,
       );
-    return rows[0] ? sanctionMatch(rows[0]) : null;
-  }
-
-  /**
-   * The account's deny and allow entries for the target (an entry for the chain itself is preferred to an
-   * any-chain one) and its sanctions match, in one round trip. `chain` null matches any-chain entries only.
-   */
-  async listStatus(accountId: string, chain: string | null, target: string): Promise<ListStatus> {
-    const address = normaliseAddress(target);
-    const entry = (list: ListName) =>
-      `(select row_to_json(e) from (select ${ENTRY_COLUMNS} from list_entries
-          where account_id = ? and list = '${list}' and target = ? and (chain is null or chain = ?)
-          order by chain nulls last limit 1) e)`;
-    const rows = await this.orm.em.getConnection().execute<
-      {
-        denied: EntryRow | null;
-        allowed: EntryRow | null;
-        sanctioned: SanctionRow | null;
-      }[]
-    >(
-      `select ${entry('deny')} as denied, ${entry('allow')} as allowed,
-              (select row_to_json(s) from (select ${SANCTION_COLUMNS} from sanctioned_addresses
-                 where address = ? order by source, currency limit 1) s) as sanctioned`,
-      [accountId, address, chain, accountId, address, chain, address],
-    );
-    const row = rows[0];
-    return {
-      denied: row?.denied ? entryView(row.denied) : null,
-      allowed: row?.allowed ? entryView(row.allowed) : null,
-      sanctioned: row?.sanctioned ? sanctionMatch(row.sanctioned) : null,
-    };
+    const index = new Map<string, SanctionMatch>();
+    for (const row of rows) if (!index.has(row.address)) index.set(row.address, sanctionMatch(row));
+    return index;
   }
 
   /** Every entry of the account's lists, newest first. */
@@ -290,6 +266,7 @@ export class ListsService {
           (existing ? ` (entry ${existing.id}).` : '.'),
       );
     }
+    this.onChange({ accountId });
     return entryView(entityRow(entry));
   }
 
@@ -299,6 +276,7 @@ export class ListsService {
     const entry = await em.findOne(ListEntrySchema, { id, accountId, list: listName(list) });
     if (!entry) throw notFound(`List entry "${clip(id)}"`);
     await em.remove(entry).flush();
+    this.onChange({ accountId });
     return entryView(entityRow(entry));
   }
 
@@ -333,7 +311,7 @@ export class ListsService {
       );
     const rows = [...unique.values()];
 
-    return this.orm.em.fork().transactional(async (em) => {
+    const result = await this.orm.em.fork().transactional(async (em) => {
       await em.execute('select pg_advisory_xact_lock(hashtext(?))', [`riskwatch:sanctions:${input.source}`]);
       const previous = await em.execute<{ currency: string; address: string }[]>(
         'select currency, address from sanctioned_addresses where source = ?',
@@ -364,6 +342,8 @@ export class ListsService {
         by_currency: Object.fromEntries(Object.entries(by_currency).sort(([a], [b]) => a.localeCompare(b))),
       };
     });
+    this.onChange('sanctions');
+    return result;
   }
 
   /** The imported sanctions sources: as-of date, import time and counts per currency. */

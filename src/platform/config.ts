@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { BUILT_IN_NETWORKS, CAIP2_PATTERN, familyOfCaip2 } from '../chains/registry.js';
+import { FAIL_MODES } from '../risk/policy.js';
 import { PROJECT_ROOT } from './paths.js';
 
 const csv = z.preprocess(
@@ -122,6 +123,21 @@ const schema = z
     usage: z.object({ retention_days: int(1, 3650) }),
     scheduler: z.object({ impact_refresh_cron: cron, usage_prune_cron: cron }),
     impact: z.object({ reload_ms: int(250, 600000) }),
+    risk: z.object({
+      deadline_ms: int(200, 120000),
+      recent_transactions: int(0, 100),
+      cache_ttl_s: z.object({
+        low: int(0, 86400),
+        medium: int(0, 86400),
+        high: int(0, 86400),
+        critical: int(0, 86400),
+      }),
+      preflight: z.object({
+        deadline_ms: int(100, 30000),
+        fail_mode: z.enum(FAIL_MODES),
+        policy_name: name,
+      }),
+    }),
     chains: chainsSchema,
   })
   .superRefine((c, ctx) => {
@@ -225,6 +241,15 @@ export const ENV_VARS: Readonly<Record<string, string>> = {
   RISKWATCH_IMPACT_REFRESH_CRON: 'scheduler.impact_refresh_cron',
   RISKWATCH_USAGE_PRUNE_CRON: 'scheduler.usage_prune_cron',
   RISKWATCH_IMPACT_RELOAD_MS: 'impact.reload_ms',
+  RISKWATCH_RISK_DEADLINE_MS: 'risk.deadline_ms',
+  RISKWATCH_RISK_RECENT_TRANSACTIONS: 'risk.recent_transactions',
+  RISKWATCH_RISK_CACHE_TTL_LOW_S: 'risk.cache_ttl_s.low',
+  RISKWATCH_RISK_CACHE_TTL_MEDIUM_S: 'risk.cache_ttl_s.medium',
+  RISKWATCH_RISK_CACHE_TTL_HIGH_S: 'risk.cache_ttl_s.high',
+  RISKWATCH_RISK_CACHE_TTL_CRITICAL_S: 'risk.cache_ttl_s.critical',
+  RISKWATCH_PREFLIGHT_DEADLINE_MS: 'risk.preflight.deadline_ms',
+  RISKWATCH_PREFLIGHT_FAIL_MODE: 'risk.preflight.fail_mode',
+  RISKWATCH_PREFLIGHT_POLICY_NAME: 'risk.preflight.policy_name',
   RISKWATCH_RPC_DEADLINE_MS: 'chains.defaults.deadline_ms',
   RISKWATCH_RPC_TIMEOUT_MS: 'chains.defaults.timeout_ms',
   RISKWATCH_RPC_RETRIES: 'chains.defaults.retries',

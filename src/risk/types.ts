@@ -15,10 +15,19 @@ export type TargetKind =
  * applies each caller's lists on top (RISK.md "Caching").
  */
 export interface ListInputs {
-  /** Solana wallet: account keys of its most recent transactions (→ `interacted_with_flagged`). */
-  counterparties?: string[];
+  /**
+   * Solana wallet: account keys of its most recent transactions (→ `interacted_with_flagged`), each with
+   * the newest transaction it appears in (the evidence).
+   */
+  counterparties?: Counterparty[];
   /** EVM: the EIP-7702 delegate (→ `eip7702_delegated` critical when listed). */
   delegate?: string;
+}
+
+export interface Counterparty {
+  address: string;
+  signature: string;
+  slot: number;
 }
 
 /**

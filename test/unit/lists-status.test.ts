@@ -5,13 +5,21 @@ import { ChainProviders } from '../../src/chains/providers.js';
 import { BUILT_IN_NETWORKS } from '../../src/chains/registry.js';
 import { applyMigrations } from '../../src/db/migrate.js';
 import { parseOfacSdnAdvancedXml } from '../../src/lists/sanctions-files.js';
+import type { Redis } from 'ioredis';
+import { ListsCache } from '../../src/lists/cache.js';
 import { ListsService } from '../../src/lists/service.js';
+import { createRedis } from '../../src/platform/redis.js';
 import { loadConfig } from '../../src/platform/config.js';
 import { AppError } from '../../src/platform/errors.js';
 import { createLogger } from '../../src/platform/logger.js';
 import { connectOrm, type Orm } from '../../src/platform/orm.js';
 import { PROJECT_ROOT } from '../../src/platform/paths.js';
-import { createTestDatabase } from '../support/env.js';
+import { createTestDatabase, REDIS_URL } from '../support/env.js';
+import { eventually } from '../support/service.js';
+
+/** This file's own change channel (test files run in parallel on one Redis). */
+const CHANNEL = `rwtest:${process.pid}:lists:changed`;
+const channel = () => CHANNEL;
 
 const fixture = (name: string) =>
   parseOfacSdnAdvancedXml(
@@ -36,10 +44,16 @@ async function rejection(promise: Promise<unknown>): Promise<AppError> {
 }
 
 /** ListsService against a migrated PostgreSQL database of this file's own. */
-describe('ListsService on PostgreSQL: sanctions import, deny/allow lists, listStatus', () => {
+describe('ListsService on PostgreSQL + ListsCache: sanctions import, deny/allow lists, status', () => {
   let db: Awaited<ReturnType<typeof createTestDatabase>>;
   let orm: Orm;
   let lists: ListsService;
+  let cache: ListsCache;
+  let redis: Redis;
+  /** What the risk engine sees (ListsCache, told of every change by the service). */
+  const status = async (account: string, chain: string | null, target: string) =>
+    (await cache.view(account)).status(chain ?? '', target);
+  const sanctioned = async (target: string) => (await status('acc_nobody', null, target)).sanctioned;
   const ACME = 'acc_acme';
   const GLOBEX = 'acc_globex';
 
@@ -47,12 +61,17 @@ describe('ListsService on PostgreSQL: sanctions import, deny/allow lists, listSt
     db = await createTestDatabase();
     orm = await connectOrm(db.url, 4);
     await applyMigrations(orm, createLogger('silent'));
-    lists = new ListsService(orm, BUILT_IN_NETWORKS);
+    redis = createRedis(REDIS_URL);
+    lists = new ListsService(orm, BUILT_IN_NETWORKS, (scope) => cache.changed(scope));
+    cache = new ListsCache(lists, { redis, channel: channel(), logger: createLogger('silent') });
+    await cache.start();
     const { asOf, records } = await fixture('sdn_advanced.xml');
     await lists.importSanctions({ source: 'OFAC SDN', listAsOf: asOf!, records });
   });
 
   afterAll(async () => {
+    await cache?.stop();
+    redis?.disconnect();
     await orm?.close();
     await db?.drop();
   });
@@ -66,13 +85,13 @@ describe('ListsService on PostgreSQL: sanctions import, deny/allow lists, listSt
         list_as_of: '2026-11-20',
       };
       for (const form of [LISTED_EVM, LISTED_EVM.toLowerCase(), `0x${LISTED_EVM.slice(2).toUpperCase()}`])
-        expect(await lists.isSanctioned(form)).toEqual({ ...match, currency: 'ETH' });
-      expect(await lists.isSanctioned(LISTED_SOL)).toMatchObject({ currency: 'SOL', name: 'MORROW Elias' });
+        expect(await sanctioned(form)).toEqual({ ...match, currency: 'ETH' });
+      expect(await sanctioned(LISTED_SOL)).toMatchObject({ currency: 'SOL', name: 'MORROW Elias' });
     });
 
     it('returns null for an unlisted address, and keeps base58 case-sensitive', async () => {
-      expect(await lists.isSanctioned(UNLISTED_EVM)).toBeNull();
-      expect(await lists.isSanctioned(LISTED_SOL.toLowerCase())).toBeNull();
+      expect(await sanctioned(UNLISTED_EVM)).toBeNull();
+      expect(await sanctioned(LISTED_SOL.toLowerCase())).toBeNull();
     });
 
     it('is idempotent: importing the same file again changes nothing', async () => {
@@ -89,17 +108,17 @@ describe('ListsService on PostgreSQL: sanctions import, deny/allow lists, listSt
         lists.importSanctions({ source: 'OFAC SDN', listAsOf: '2026-11-22', records: [] }),
       );
       expect(err.code).toBe('invalid_request');
-      expect(await lists.isSanctioned(LISTED_EVM)).not.toBeNull();
+      expect(await sanctioned(LISTED_EVM)).not.toBeNull();
     });
 
     it('keeps sources apart: a CSV source neither replaces nor is replaced by OFAC', async () => {
       const records = [{ currency: 'SOL', address: UNLISTED_SOL, name: 'Internal fraud list', uid: null }];
       await lists.importSanctions({ source: 'acme-intel', listAsOf: '2026-11-01', records });
-      expect(await lists.isSanctioned(UNLISTED_SOL)).toMatchObject({
+      expect(await sanctioned(UNLISTED_SOL)).toMatchObject({
         source: 'acme-intel',
         list_as_of: '2026-11-01',
       });
-      expect(await lists.isSanctioned(LISTED_SOL)).toMatchObject({ source: 'OFAC SDN' });
+      expect(await sanctioned(LISTED_SOL)).toMatchObject({ source: 'OFAC SDN' });
     });
   });
 
@@ -165,13 +184,14 @@ describe('ListsService on PostgreSQL: sanctions import, deny/allow lists, listSt
     });
   });
 
-  describe('listStatus', () => {
-    it('answers deny, allow and sanctions for one account in one round trip', async () => {
+  describe('status (ListsCache)', () => {
+    it('answers deny, allow and sanctions for one account from memory: no query once loaded', async () => {
+      await cache.view(ACME);
       const conn = orm.em.getConnection();
       const execute = vi.spyOn(conn, 'execute');
       try {
-        const status = await lists.listStatus(ACME, 'ethereum', LISTED_EVM);
-        expect(execute).toHaveBeenCalledTimes(1);
+        const status = (await cache.view(ACME)).status('ethereum', LISTED_EVM);
+        expect(execute).toHaveBeenCalledTimes(0);
         expect(status.denied).toMatchObject({
           list: 'deny',
           chain: null,
@@ -193,56 +213,77 @@ describe('ListsService on PostgreSQL: sanctions import, deny/allow lists, listSt
     });
 
     it('prefers the entry for the chain itself to an every-chain entry', async () => {
-      expect((await lists.listStatus(ACME, 'base', LISTED_EVM)).denied?.chain).toBe('base');
-      expect((await lists.listStatus(ACME, 'ethereum', LISTED_EVM)).denied?.chain).toBeNull();
-      expect((await lists.listStatus(ACME, null, LISTED_EVM)).denied?.chain).toBeNull();
+      expect((await status(ACME, 'base', LISTED_EVM)).denied?.chain).toBe('base');
+      expect((await status(ACME, 'ethereum', LISTED_EVM)).denied?.chain).toBeNull();
+      expect((await status(ACME, null, LISTED_EVM)).denied?.chain).toBeNull();
     });
 
     it('applies a chain entry on that chain only', async () => {
-      expect((await lists.listStatus(ACME, 'ethereum', UNLISTED_EVM)).denied).toMatchObject({
+      expect((await status(ACME, 'ethereum', UNLISTED_EVM)).denied).toMatchObject({
         chain: 'ethereum',
       });
-      expect((await lists.listStatus(ACME, 'base', UNLISTED_EVM)).denied).toBeNull();
-      expect((await lists.listStatus(ACME, 'polygon', UNLISTED_EVM)).allowed).toMatchObject({
+      expect((await status(ACME, 'base', UNLISTED_EVM)).denied).toBeNull();
+      expect((await status(ACME, 'polygon', UNLISTED_EVM)).allowed).toMatchObject({
         chain: 'polygon',
       });
-      expect((await lists.listStatus(ACME, 'ethereum', UNLISTED_EVM)).allowed).toBeNull();
+      expect((await status(ACME, 'ethereum', UNLISTED_EVM)).allowed).toBeNull();
     });
 
     it('never shows one account’s lists to another (sanctions are shared)', async () => {
-      expect(await lists.listStatus(GLOBEX, 'ethereum', LISTED_EVM)).toEqual({
+      expect(await status(GLOBEX, 'ethereum', LISTED_EVM)).toEqual({
         denied: null,
         allowed: null,
         sanctioned: expect.objectContaining({ source: 'OFAC SDN' }) as unknown,
       });
       await lists.addEntry(GLOBEX, 'allow', { target: UNLISTED_SOL }, 'test');
-      expect((await lists.listStatus(GLOBEX, 'solana', UNLISTED_SOL)).allowed).toMatchObject({
+      expect((await status(GLOBEX, 'solana', UNLISTED_SOL)).allowed).toMatchObject({
         target: UNLISTED_SOL,
       });
-      expect((await lists.listStatus(ACME, 'solana', UNLISTED_SOL)).allowed).toBeNull();
+      expect((await status(ACME, 'solana', UNLISTED_SOL)).allowed).toBeNull();
       expect((await lists.orgEntries(GLOBEX)).map((e) => e.target)).toEqual([UNLISTED_SOL]);
       expect((await lists.orgEntries(ACME)).map((e) => e.target)).not.toContain(UNLISTED_SOL);
     });
 
     it('stops reporting a de-listed address after the next issue is imported', async () => {
-      expect((await lists.listStatus(ACME, 'ethereum', DELISTED_EVM)).sanctioned).toMatchObject({
+      expect((await status(ACME, 'ethereum', DELISTED_EVM)).sanctioned).toMatchObject({
         uid: '91003',
       });
       const { asOf, records } = await fixture('sdn_advanced_delisted.xml');
       const result = await lists.importSanctions({ source: 'OFAC SDN', listAsOf: asOf!, records });
       expect(result).toMatchObject({ total: 7, added: 0, removed: 3, list_as_of: '2026-11-21' });
-      expect((await lists.listStatus(ACME, 'ethereum', DELISTED_EVM)).sanctioned).toBeNull();
-      expect((await lists.listStatus(ACME, 'ethereum', LISTED_EVM)).sanctioned).toMatchObject({
+      expect((await status(ACME, 'ethereum', DELISTED_EVM)).sanctioned).toBeNull();
+      expect((await status(ACME, 'ethereum', LISTED_EVM)).sanctioned).toMatchObject({
         list_as_of: '2026-11-21',
       });
     });
 
-    it('reflects removals at once (nothing is cached)', async () => {
+    it('another replica’s cache drops its copy when a change is published', async () => {
+      const replicaRedis = createRedis(REDIS_URL);
+      const replica = new ListsCache(lists, {
+        redis: replicaRedis,
+        channel: channel(),
+        logger: createLogger('silent'),
+      });
+      await replica.start();
+      try {
+        expect((await replica.view(GLOBEX)).status('ethereum', UNLISTED_EVM).denied).toBeNull();
+        const entry = await lists.addEntry(GLOBEX, 'deny', { target: UNLISTED_EVM }, 'test');
+        const deniedId = async () => (await replica.view(GLOBEX)).status('ethereum', UNLISTED_EVM).denied?.id;
+        expect(await eventually(deniedId, 2000, 10)).toBe(entry.id);
+        await lists.removeEntry(GLOBEX, 'deny', entry.id);
+        expect(await eventually(async () => (await deniedId()) === undefined, 2000, 10)).toBe(true);
+      } finally {
+        await replica.stop();
+        replicaRedis.disconnect();
+      }
+    });
+
+    it('reflects changes at once in the process that made them', async () => {
       const entry = await lists.addEntry(GLOBEX, 'deny', { target: LISTED_SOL, chain: 'solana' }, 'test');
-      expect((await lists.listStatus(GLOBEX, 'solana', LISTED_SOL)).denied?.id).toBe(entry.id);
+      expect((await status(GLOBEX, 'solana', LISTED_SOL)).denied?.id).toBe(entry.id);
       expect((await rejection(lists.removeEntry(ACME, 'deny', entry.id))).code).toBe('not_found');
       await lists.removeEntry(GLOBEX, 'deny', entry.id);
-      expect((await lists.listStatus(GLOBEX, 'solana', LISTED_SOL)).denied).toBeNull();
+      expect((await status(GLOBEX, 'solana', LISTED_SOL)).denied).toBeNull();
     });
   });
 });

@@ -181,7 +181,7 @@ describe('analyzeSolanaWallet over the LiteSVM world', () => {
   it('counterpartyWallet: recent account keys go to listInputs (no list applied here)', async () => {
     const { address } = world.fixtures.wallets.counterpartyWallet;
     const a = await analyzeSolanaWallet(solanaRpc(), address, opts);
-    const counterparties = a.listInputs.counterparties ?? [];
+    const counterparties = (a.listInputs.counterparties ?? []).map((c) => c.address);
     expect(counterparties).toContain(world.actors.flaggedCounterparty);
     expect(counterparties).not.toContain(address);
     expect(counterparties).not.toContain(SYSTEM_PROGRAM);
@@ -193,7 +193,9 @@ describe('analyzeSolanaWallet over the LiteSVM world', () => {
     facade.stats.reset();
     const latest = await analyzeSolanaWallet(solanaRpc(), address, { ...opts, recentTxLimit: 1 });
     expect(facade.stats.callCount('getTransaction')).toBe(1);
-    expect(latest.listInputs.counterparties).toContain(world.actors.flaggedCounterparty);
+    expect(latest.listInputs.counterparties?.map((c) => c.address)).toContain(
+      world.actors.flaggedCounterparty,
+    );
   });
 
   it('missing: account_not_found (low), exists false, balance 0', async () => {

@@ -5,7 +5,7 @@ import { RpcError } from '../../chains/jsonrpc.js';
 import type { SignatureInfo, SolanaAccount, SolanaRpc, SolanaTransaction } from '../../chains/solana.js';
 import { AppError } from '../../platform/errors.js';
 import { finding, type Finding } from '../findings.js';
-import type { AnalyzeOptions, ChainAnalysis } from '../types.js';
+import type { AnalyzeOptions, ChainAnalysis, Counterparty } from '../types.js';
 import {
   BPF_LOADER_UPGRADEABLE,
   BPF_LOADER_V1,
@@ -275,7 +275,7 @@ export async function analyzeSolanaWallet(
   }
 
   // Recent transactions → counterparties (list-dependent: matched by the risk service).
-  const counterparties: string[] = [];
+  const counterparties: Counterparty[] = [];
   if (page && recentRead.status === 'fulfilled') {
     const { transactions, unavailable, failed } = recentRead.value;
     const seen = new Set<string>([address]);
@@ -283,7 +283,7 @@ export async function analyzeSolanaWallet(
       for (const key of tx.accountKeys) {
         if (seen.has(key) || SOLANA_INFRASTRUCTURE.has(key)) continue;
         seen.add(key);
-        counterparties.push(key);
+        counterparties.push({ address: key, signature: tx.signatures[0] ?? '', slot: tx.slot });
       }
     }
     facts.recent_transactions_checked = transactions.length;

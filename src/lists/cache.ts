@@ -1,0 +1,165 @@
+import type { Redis } from 'ioredis';
+import type { Logger } from '../platform/logger.js';
+import { normaliseAddress } from './addresses.js';
+import type { ListEntryView, ListsService, ListStatus, SanctionMatch } from './service.js';
+
+/** What the lists say for one account, answered from memory (no query per assessment). */
+export interface AccountListView {
+  /** Deny, allow and sanctions for one target on one chain (a chain's own entry beats an every-chain one). */
+  status(chain: string, target: string): ListStatus;
+  /** Why an address is flagged for this account: sanctioned or deny-listed (null: it is not). */
+  flagged(chain: string, address: string): { sanctioned: SanctionMatch | null; denied: ListEntryView | null };
+  /** The allow-listed addresses that apply on `chain` (the trusted set of `lookalike_address`). */
+  allowed(chain: string): string[];
+}
+
+interface AccountLists {
+  deny: Map<string, ListEntryView[]>;
+  allow: Map<string, ListEntryView[]>;
+}
+
+interface Loaded<T> {
+  at: number;
+  value: Promise<T>;
+}
+
+/** A message on the change channel: `sanctions`, or `account:<id>`. */
+const SANCTIONS = 'sanctions';
+const ACCOUNT = 'account:';
+const MAX_ACCOUNTS = 10_000;
+
+/**
+ * The sanctions index (shared) and each account's deny and allow lists, kept in memory for the risk engine:
+ * a cached preflight costs no database query. A change (entry added or removed, sanctions imported) clears
+ * the copy in this process at once and is published on Redis, so every other replica drops its copy within
+ * milliseconds; `maxAgeMs` bounds staleness should a message be missed (Redis unreachable at that moment),
+ * and a reconnect of the subscriber drops everything. Each account's lists are loaded on their own: one
+ * account's entries never answer for another.
+ */
+export class ListsCache {
+  private sanctions: Loaded<Map<string, SanctionMatch>> | undefined;
+  private readonly accounts = new Map<string, Loaded<AccountLists>>();
+  private subscriber: Redis | undefined;
+
+  constructor(
+    private readonly lists: ListsService,
+    private readonly opts: {
+      redis: Redis;
+      channel: string;
+      logger: Logger;
+      maxAgeMs?: number;
+    },
+  ) {}
+
+  /** Subscribes to the change channel (API processes; a CLI only publishes). */
+  async start(): Promise<void> {
+    const sub = this.opts.redis.duplicate({ enableOfflineQueue: true, maxRetriesPerRequest: null });
+    this.subscriber = sub;
+    sub.on('error', (err: Error) =>
+      this.opts.logger.warn({ err: { message: err.message } }, 'redis (lists subscriber) error'),
+    );
+    let ready = false;
+    sub.on('ready', () => {
+      // A reconnect may have missed messages: forget everything rather than serve a stale list.
+      if (ready) this.clear();
+      ready = true;
+    });
+    sub.on('message', (_channel: string, message: string) => this.drop(message));
+    await sub.subscribe(this.opts.channel);
+  }
+
+  async stop(): Promise<void> {
+    await this.subscriber?.quit().catch(() => undefined);
+  }
+
+  /** Announces a change: this process forgets at once, the others when the message arrives. */
+  changed(scope: { accountId: string } | 'sanctions'): void {
+    const message = scope === 'sanctions' ? SANCTIONS : `${ACCOUNT}${scope.accountId}`;
+    this.drop(message);
+    this.opts.redis
+      .publish(this.opts.channel, message)
+      .catch((err: Error) =>
+        this.opts.logger.warn(
+          { err: { message: err.message } },
+          'could not announce a list change; other replicas pick it up within the cache age',
+        ),
+      );
+  }
+
+  /** The account's view, loading what is missing or too old. Database errors propagate (503). */
+  async view(accountId: string): Promise<AccountListView> {
+    const [sanctions, lists] = await Promise.all([this.sanctionsIndex(), this.accountLists(accountId)]);
+    const pick = (entries: ListEntryView[] | undefined, chain: string) =>
+      entries?.find((e) => e.chain === chain) ?? entries?.find((e) => e.chain === null) ?? null;
+    return {
+      status: (chain, target) => {
+        const key = normaliseAddress(target);
+        return {
+          denied: pick(lists.deny.get(key), chain),
+          allowed: pick(lists.allow.get(key), chain),
+          sanctioned: sanctions.get(key) ?? null,
+        };
+      },
+      flagged: (chain, address) => {
+        const key = normaliseAddress(address);
+        return { sanctioned: sanctions.get(key) ?? null, denied: pick(lists.deny.get(key), chain) };
+      },
+      allowed: (chain) =>
+        [...lists.allow.entries()]
+          .filter(([, entries]) => entries.some((e) => e.chain === null || e.chain === chain))
+          .map(([target]) => target),
+    };
+  }
+
+  private get maxAgeMs(): number {
+    return this.opts.maxAgeMs ?? 30_000;
+  }
+
+  private fresh<T>(loaded: Loaded<T> | undefined): loaded is Loaded<T> {
+    return loaded !== undefined && Date.now() - loaded.at < this.maxAgeMs;
+  }
+
+  private sanctionsIndex(): Promise<Map<string, SanctionMatch>> {
+    if (this.fresh(this.sanctions)) return this.sanctions.value;
+    const loaded: Loaded<Map<string, SanctionMatch>> = { at: Date.now(), value: this.lists.sanctionsIndex() };
+    this.sanctions = loaded;
+    loaded.value.catch(() => {
+      if (this.sanctions === loaded) this.sanctions = undefined;
+    });
+    return loaded.value;
+  }
+
+  private accountLists(accountId: string): Promise<AccountLists> {
+    const current = this.accounts.get(accountId);
+    if (this.fresh(current)) return current.value;
+    const loaded: Loaded<AccountLists> = {
+      at: Date.now(),
+      value: this.lists.orgEntries(accountId).then((entries) => {
+        const out: AccountLists = { deny: new Map(), allow: new Map() };
+        for (const e of entries) {
+          const map = e.list === 'deny' ? out.deny : out.allow;
+          const key = normaliseAddress(e.target);
+          map.set(key, [...(map.get(key) ?? []), e]);
+        }
+        return out;
+      }),
+    };
+    this.accounts.delete(accountId);
+    this.accounts.set(accountId, loaded);
+    if (this.accounts.size > MAX_ACCOUNTS) this.accounts.delete(this.accounts.keys().next().value!);
+    loaded.value.catch(() => {
+      if (this.accounts.get(accountId) === loaded) this.accounts.delete(accountId);
+    });
+    return loaded.value;
+  }
+
+  private drop(message: string): void {
+    if (message === SANCTIONS) this.sanctions = undefined;
+    else if (message.startsWith(ACCOUNT)) this.accounts.delete(message.slice(ACCOUNT.length));
+  }
+
+  private clear(): void {
+    this.sanctions = undefined;
+    this.accounts.clear();
+  }
+}
