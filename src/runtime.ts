@@ -6,7 +6,7 @@ import { ChainProviders } from './chains/providers.js';
 import { chainNames } from './chains/registry.js';
 import { JobQueues } from './jobs/queues.js';
 import { ImpactService } from './impact/service.js';
-import { ListsCache } from './lists/cache.js';
+import { ListsCache, listsChannel } from './lists/cache.js';
 import { ListsService } from './lists/service.js';
 import { loadConfig, type Config } from './platform/config.js';
 import { createLogger, type Logger } from './platform/logger.js';
@@ -15,6 +15,7 @@ import { connectOrm, type Orm } from './platform/orm.js';
 import { PROJECT_ROOT } from './platform/paths.js';
 import { createBullConnection, createRedis } from './platform/redis.js';
 import { Shutdown } from './platform/shutdown.js';
+import { mergeKnownWalletImplementations } from './risk/known/evm.js';
 import { RiskService } from './risk/service.js';
 import { UsageService } from './usage/service.js';
 
@@ -63,10 +64,10 @@ export async function createRuntime(role: string, config: Readonly<Config> = loa
   });
   const impact = new ImpactService(orm, chainNames, logger);
   // The service tells the cache of each change; the cache reads through the service.
-  const lists = new ListsService(orm, providers.networks, (scope) => listsCache.changed(scope));
-  const listsCache = new ListsCache(lists, {
+  const lists: ListsService = new ListsService(orm, providers.networks, (scope) => listsCache.changed(scope));
+  const listsCache: ListsCache = new ListsCache(lists, {
     redis,
-    channel: `${config.redis.key_prefix}lists:changed`,
+    channel: listsChannel(config.redis.key_prefix),
     logger,
   });
   const runtime: Runtime = {
@@ -95,6 +96,10 @@ export async function createRuntime(role: string, config: Readonly<Config> = loa
       impact,
       logger,
       settings: config.risk,
+      walletImplementations: mergeKnownWalletImplementations(
+        undefined,
+        config.risk.known_wallet_implementations,
+      ),
     }),
   };
   redis.on('error', (err: Error) => logger.warn({ err: { message: err.message } }, 'redis error'));

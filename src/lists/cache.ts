@@ -26,6 +26,34 @@ interface Loaded<T> {
 /** A message on the change channel: `sanctions`, or `account:<id>`. */
 const SANCTIONS = 'sanctions';
 const ACCOUNT = 'account:';
+
+export type ListChange = { accountId: string } | 'sanctions';
+
+/** The Redis channel list changes are announced on. */
+export const listsChannel = (redisKeyPrefix: string): string => `${redisKeyPrefix}lists:changed`;
+
+const messageOf = (scope: ListChange) => (scope === 'sanctions' ? SANCTIONS : `${ACCOUNT}${scope.accountId}`);
+
+/**
+ * Tells every API replica that lists changed (also used by the `lists import` CLI, which holds no cache).
+ * Resolves once published; a failed publish is logged, never thrown (replicas catch up within the cache age).
+ */
+export async function publishListChange(
+  redis: Redis,
+  channel: string,
+  scope: ListChange,
+  logger: Logger,
+): Promise<void> {
+  await redis
+    .publish(channel, messageOf(scope))
+    .then(() => undefined)
+    .catch((err: Error) =>
+      logger.warn(
+        { err: { message: err.message } },
+        'could not announce a list change; other replicas pick it up within the cache age',
+      ),
+    );
+}
 const MAX_ACCOUNTS = 10_000;
 
 /**
@@ -73,17 +101,9 @@ export class ListsCache {
   }
 
   /** Announces a change: this process forgets at once, the others when the message arrives. */
-  changed(scope: { accountId: string } | 'sanctions'): void {
-    const message = scope === 'sanctions' ? SANCTIONS : `${ACCOUNT}${scope.accountId}`;
-    this.drop(message);
-    this.opts.redis
-      .publish(this.opts.channel, message)
-      .catch((err: Error) =>
-        this.opts.logger.warn(
-          { err: { message: err.message } },
-          'could not announce a list change; other replicas pick it up within the cache age',
-        ),
-      );
+  async changed(scope: ListChange): Promise<void> {
+    this.drop(messageOf(scope));
+    await publishListChange(this.opts.redis, this.opts.channel, scope, this.opts.logger);
   }
 
   /** The account's view, loading what is missing or too old. Database errors propagate (503). */

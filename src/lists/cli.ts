@@ -11,6 +11,9 @@ import {
   SANCTIONS_FORMATS,
   type SanctionsFormat,
 } from './sanctions-files.js';
+import { createLogger } from '../platform/logger.js';
+import { createRedis } from '../platform/redis.js';
+import { listsChannel, publishListChange } from './cache.js';
 import { ListsService } from './service.js';
 
 type Print = (line: string) => void;
@@ -34,15 +37,21 @@ export function registerListCommands(program: Command, config: () => Readonly<Co
   const withService = async <T>(fn: (svc: ListsService) => Promise<T>): Promise<T> => {
     const cfg = config();
     const orm = await connectOrm(cfg.database.url, 2);
+    // Offline queue on: the import publishes its change right after a connection that may still be opening.
+    const redis = createRedis(cfg.redis.url, { enableOfflineQueue: true });
+    redis.on('error', () => undefined); // a failed publish is logged by publishListChange
+    const logger = createLogger(cfg.log.level, { role: 'cli' });
     try {
       return await fn(
         new ListsService(
           orm,
           networksFromConfig(cfg.chains).map((n) => n.def),
+          (scope) => publishListChange(redis, listsChannel(cfg.redis.key_prefix), scope, logger),
         ),
       );
     } finally {
       await orm.close();
+      redis.disconnect();
     }
   };
   const json = (value: unknown) => print(JSON.stringify(value, null, 2));

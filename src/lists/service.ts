@@ -172,7 +172,7 @@ export class ListsService {
     private readonly orm: Orm,
     networks: readonly NetworkDef[],
     /** Told after every committed change (ListsCache drops its copies, here and on other replicas). */
-    private readonly onChange: (scope: { accountId: string } | 'sanctions') => void = () => undefined,
+    private readonly onChange: (scope: { accountId: string } | 'sanctions') => Promise<void> = async () => {},
   ) {
     this.registry = { networks, configured: networks };
   }
@@ -266,7 +266,7 @@ export class ListsService {
           (existing ? ` (entry ${existing.id}).` : '.'),
       );
     }
-    this.onChange({ accountId });
+    await this.onChange({ accountId });
     return entryView(entityRow(entry));
   }
 
@@ -276,7 +276,7 @@ export class ListsService {
     const entry = await em.findOne(ListEntrySchema, { id, accountId, list: listName(list) });
     if (!entry) throw notFound(`List entry "${clip(id)}"`);
     await em.remove(entry).flush();
-    this.onChange({ accountId });
+    await this.onChange({ accountId });
     return entryView(entityRow(entry));
   }
 
@@ -342,7 +342,7 @@ export class ListsService {
         by_currency: Object.fromEntries(Object.entries(by_currency).sort(([a], [b]) => a.localeCompare(b))),
       };
     });
-    this.onChange('sanctions');
+    await this.onChange('sanctions');
     return result;
   }
 

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { BUILT_IN_NETWORKS, CAIP2_PATTERN, familyOfCaip2 } from '../chains/registry.js';
+import { configuredWalletImplementationSchema } from '../risk/known/evm.js';
 import { FAIL_MODES } from '../risk/policy.js';
 import { PROJECT_ROOT } from './paths.js';
 
@@ -16,6 +17,16 @@ const csv = z.preprocess(
       : v,
   z.array(z.string().min(1)),
 );
+/** A list given as JSON text in the environment, or as a YAML list in the file. */
+const jsonList = z.preprocess((v, ctx) => {
+  if (typeof v !== 'string') return v;
+  try {
+    return JSON.parse(v) as unknown;
+  } catch {
+    ctx.addIssue({ code: 'custom', message: 'expected a JSON array' });
+    return z.NEVER;
+  }
+}, z.array(z.unknown()));
 const bool = z.preprocess((v) => (v === 'true' ? true : v === 'false' ? false : v), z.boolean());
 const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
 const cron = z.string().regex(/^\S+( \S+){4,5}$/, 'expected a cron expression of 5 or 6 fields');
@@ -137,6 +148,7 @@ const schema = z
         fail_mode: z.enum(FAIL_MODES),
         policy_name: name,
       }),
+      known_wallet_implementations: jsonList.pipe(z.array(configuredWalletImplementationSchema)),
     }),
     chains: chainsSchema,
   })
@@ -250,6 +262,7 @@ export const ENV_VARS: Readonly<Record<string, string>> = {
   RISKWATCH_PREFLIGHT_DEADLINE_MS: 'risk.preflight.deadline_ms',
   RISKWATCH_PREFLIGHT_FAIL_MODE: 'risk.preflight.fail_mode',
   RISKWATCH_PREFLIGHT_POLICY_NAME: 'risk.preflight.policy_name',
+  RISKWATCH_KNOWN_WALLET_IMPLEMENTATIONS: 'risk.known_wallet_implementations',
   RISKWATCH_RPC_DEADLINE_MS: 'chains.defaults.deadline_ms',
   RISKWATCH_RPC_TIMEOUT_MS: 'chains.defaults.timeout_ms',
   RISKWATCH_RPC_RETRIES: 'chains.defaults.retries',

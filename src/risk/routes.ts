@@ -17,24 +17,14 @@ const address = (what: string) =>
     .meta({
       description: `${what}: Solana base58 (32 bytes) or EVM \`0x\` + 40 hex (mixed case must pass EIP-55).`,
     });
-const chainField = z
-  .string()
-  .trim()
-  .min(1)
-  .max(100)
-  .meta({
-    description: 'Chain name (`solana`, `ethereum`, `base`, …) or CAIP-2 id (`eip155:1`).',
-    example: 'solana',
-  });
-const networkField = z
-  .string()
-  .trim()
-  .min(1)
-  .max(100)
-  .meta({
-    description:
-      'Network name or alias (`mainnet`, `mainnet-beta`, `devnet`, `sepolia`) or CAIP-2 id. Default `mainnet`.',
-  });
+const chainField = z.string().trim().min(1).max(100).meta({
+  description: 'Chain name (`solana`, `ethereum`, `base`, …) or CAIP-2 id (`eip155:1`).',
+  example: 'solana',
+});
+const networkField = z.string().trim().min(1).max(100).meta({
+  description:
+    'Network name or alias (`mainnet`, `mainnet-beta`, `devnet`, `sepolia`) or CAIP-2 id. Default `mainnet`.',
+});
 
 const SCORING =
   'Each unsuppressed finding weighs by severity (critical 0.90, high 0.50, medium 0.25, low 0.10, info 0); ' +

@@ -120,6 +120,17 @@ const FAMILIES_OF: Record<TargetType, readonly NetworkDef['family'][]> = {
 const EOA_KINDS: ReadonlySet<TargetKind> = new Set(['wallet', 'missing', 'delegated_wallet']);
 /** Solana kinds a transfer should not be sent to: funds sent there are usually lost. */
 const NOT_A_RECIPIENT: ReadonlySet<TargetKind> = new Set(['token', 'program']);
+/** EVM kinds in words (the `target_type_mismatch` detail). */
+const EVM_KIND_LABEL: Record<TargetKind, string> = {
+  wallet: 'an externally owned account (no code)',
+  missing: 'an unused address',
+  delegated_wallet: 'an externally owned account delegated by EIP-7702',
+  contract: 'a contract',
+  token: 'a token',
+  token_account: 'a token account',
+  program: 'a program',
+  account: 'an account',
+};
 /** Left standing on an allow-listed target: the lists' own verdicts. */
 const NEVER_SUPPRESSED = new Set(['sanctioned_address', 'org_denylisted']);
 /** Time kept back from a preflight's deadline to apply lists, score and answer. */
@@ -524,8 +535,10 @@ function applyContext(
   const accountMethod = network.family === 'evm' ? 'eth_getCode' : 'getMultipleAccounts';
   const kind = (analysis.facts.kind ?? null) as TargetKind | null;
   const findings: Finding[] = analysis.findings.map((f) => ({ ...f }));
+  const describeKind = (k: TargetKind) =>
+    network.family === 'evm' ? EVM_KIND_LABEL[k] : describeSolanaKind(k);
   const mismatch = (expected: string, why: string) =>
-    finding('target_type_mismatch', `${target} is ${describeSolanaKind(kind!)}, not ${expected}${why}.`, {
+    finding('target_type_mismatch', `${target} is ${describeKind(kind!)}, not ${expected}${why}.`, {
       method: accountMethod,
       ...at,
       value: { kind, owner_program: analysis.facts.owner_program ?? null },
