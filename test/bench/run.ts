@@ -5,13 +5,33 @@
  * (baseline, scenario…, baseline, scenario…); the medians over the rounds give req/s, p50 and p99, and
  * each scenario's ratio is its median req/s over the baseline's.
  *
- * Timing is measured, not asserted: a ratio under a scenario's goal prints MISS and still exits 0. A
- * target that answers anything but 2xx (or errors / times out) makes the run exit 1.
+ * Scenarios: `public-impact` (no auth), `usage-api-key` (API key + entitlement + rate limit + usage
+ * recording + two usage queries) and `preflight-cached` (POST shield/preflight for a Solana wallet whose
+ * chain analysis is in the risk cache: the whole API-key path plus the cache read, lists and policy; goals
+ * ratio ≥ 0.5 and p99 ≤ 15 ms). The cache is warmed before measuring and a second call must answer
+ * `cached: true`; the service gets cache TTLs of an hour, so nothing expires during the run.
+ *
+ * `scan-cold` (after the rounds): POST scan/token, one at a time, for each Solana mint fixture the service
+ * never scanned (USDC is scanned first, untimed, as the warm-up and left out), with BENCH_RPC_LATENCY_MS
+ * injected into every round trip to the chain. It prints each scan's time in ms and in round-trip times,
+ * and the facade's count of sequential round trips (the design budget is 3); then the median and the max.
+ * To tell where time beyond the round trips goes, each scan also shows the time with a chain round trip in
+ * flight vs outside them, and the CPU time of the service's main thread (test/bench/cold-scan.ts).
+ *
+ * The chain, for both: this process builds the LiteSVM Solana world of test/support/solana (2–4 s) and
+ * serves it over its JSON-RPC facade as the service's solana/mainnet provider (RPC rate limit off: the
+ * facade is local, the provider quota is not what is measured). With BENCH_ONLY naming neither, it is not
+ * built.
+ *
+ * Timing is measured, not asserted: a scenario missing a goal prints MISS and still exits 0. A target that
+ * answers anything but 2xx (or errors / times out), a preflight that does not come from the cache, or a
+ * cold scan that is not a fresh 200 makes the run exit 1.
  *
  * Knobs (environment): BENCH_DURATION_S (10), BENCH_WARMUP_S (3), BENCH_ROUNDS (3), BENCH_CONNECTIONS
- * (50), BENCH_ONLY (comma-separated scenario names; the baseline always runs), BENCH_OUT (results JSON;
- * default <os tmpdir>/bench-results.json), BENCH_CPU_PROF_DIR (run both servers with --cpu-prof; the
- * profiles, named by pid, are written there when they stop).
+ * (50), BENCH_ONLY (comma-separated names among public-impact, usage-api-key, preflight-cached, scan-cold;
+ * the baseline always runs), BENCH_RPC_LATENCY_MS (50: per chain round trip during scan-cold), BENCH_OUT
+ * (results JSON; default <os tmpdir>/bench-results.json), BENCH_CPU_PROF_DIR (run both servers with
+ * --cpu-prof; the profiles, named by pid, are written there when they stop).
  *
  * Besides req/s, each run reports the server process's CPU time per request (from /proc, Linux only):
  * unlike req/s it hardly moves when other work shares the machine, so `cpu ratio` (bare Koa's CPU µs per
@@ -26,6 +46,8 @@ import autocannon, { type Instance, type Result } from 'autocannon';
 import { Redis } from 'ioredis';
 import { PROJECT_ROOT } from '../../src/platform/paths.js';
 import { REDIS_URL } from '../support/env.js';
+import type { SolanaFacade } from '../support/solana/facade.js';
+import { buildSolanaWorld, type SolanaWorld } from '../support/solana/fixtures.js';
 import {
   cli,
   freePort,
@@ -34,6 +56,7 @@ import {
   type RunningService,
   type TestEnv,
 } from '../support/service.js';
+import { measureColdScans, type ColdScanReport } from './cold-scan.js';
 
 type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
@@ -48,19 +71,31 @@ export interface Scenario {
   body?: unknown;
   /** Goal for req/s riskwatch ÷ bare Koa; without one the ratio is informational. */
   minRatio?: number;
+  /** Goal for the median p99 latency, ms. */
+  maxP99Ms?: number;
   /** The status of the one probe request before measuring (default 200); while measuring, any non-2xx fails. */
   expectStatus?: number;
+  /** The probe warms the risk cache; a second request must then answer `"cached": true`. */
+  expectCached?: boolean;
+  /** Needs the Solana chain (the LiteSVM world and its facade). */
+  solana?: boolean;
 }
 
-/** What the service is seeded with before it starts, for scenarios that need credentials. */
+/** What the service is seeded with before it starts, for scenarios that need credentials or a chain. */
 interface Fixtures {
   apiKey: string;
+  /** A Solana wallet on the facade's chain (the preflight target). */
+  solanaWallet: string;
 }
+
+/** The cold scan/token measurement: not an autocannon scenario, but selectable in BENCH_ONLY as one. */
+const SCAN_COLD = 'scan-cold';
 
 /** BENCH_ONLY=name,name: measure just those scenarios (the baseline always runs). */
 const ONLY = process.env.BENCH_ONLY?.split(',')
   .map((s) => s.trim())
   .filter(Boolean);
+const RUN_SCAN_COLD = !ONLY?.length || ONLY.includes(SCAN_COLD);
 
 function scenarios(f: Fixtures): Scenario[] {
   const all: Scenario[] = [
@@ -72,10 +107,27 @@ function scenarios(f: Fixtures): Scenario[] {
       path: '/api/v1/usage?limit=1',
       headers: { 'X-API-Key': f.apiKey },
     },
+    {
+      // The usage-api-key path (auth, entitlement, rate limit, usage XADD) + the risk cache read (a Redis
+      // GET of the wallet's chain analysis) + the account's lists + intent policy.
+      name: 'preflight-cached',
+      method: 'POST',
+      path: '/api/v1/shield/preflight',
+      headers: { 'X-API-Key': f.apiKey },
+      body: { target: f.solanaWallet, intent: 'transfer' },
+      minRatio: 0.5,
+      maxP99Ms: 15,
+      expectCached: true,
+      solana: true,
+    },
   ];
   if (!ONLY?.length) return all;
-  const unknown = ONLY.filter((name) => !all.some((s) => s.name === name));
-  if (unknown.length) throw new Error(`BENCH_ONLY names no scenario: ${unknown.join(', ')}`);
+  const unknown = ONLY.filter((name) => name !== SCAN_COLD && !all.some((s) => s.name === name));
+  if (unknown.length)
+    throw new Error(
+      `BENCH_ONLY names no scenario: ${unknown.join(', ')} ` +
+        `(known: ${[...all.map((s) => s.name), SCAN_COLD].join(', ')})`,
+    );
   return all.filter((s) => ONLY.includes(s.name));
 }
 
@@ -90,6 +142,7 @@ interface Target {
   headers: Record<string, string>;
   body?: string;
   expectStatus: number;
+  expectCached: boolean;
 }
 
 interface RunStats {
@@ -119,6 +172,7 @@ const SETTINGS = {
   warmupS: intEnv('BENCH_WARMUP_S', 3, 0, 60),
   rounds: intEnv('BENCH_ROUNDS', 3, 1, 9),
   connections: intEnv('BENCH_CONNECTIONS', 50, 1, 1000),
+  rpcLatencyMs: intEnv('BENCH_RPC_LATENCY_MS', 50, 1, 1000),
   pipelining: 1,
   role: 'api' as const,
 };
@@ -263,19 +317,43 @@ async function measure(t: Target, durationS: number): Promise<RunStats> {
   };
 }
 
-/** One request before measuring, so a wrong scenario fails with the answer it got, not a count. */
-async function probe(t: Target): Promise<void> {
+async function request(t: Target): Promise<{ status: number; text: string }> {
   const res = await fetch(t.url, {
     method: t.method,
     headers: t.headers,
     ...(t.body !== undefined ? { body: t.body } : {}),
     signal: AbortSignal.timeout(5000),
   });
-  const text = await res.text();
-  if (res.status !== t.expectStatus)
+  return { status: res.status, text: await res.text() };
+}
+
+/**
+ * One request before measuring, so a wrong scenario fails with the answer it got, not a count. For a
+ * cached target it also warms the cache, and then a second request must say it came from there (the
+ * cache write follows the first answer, so a few tries are allowed).
+ */
+async function probe(t: Target): Promise<void> {
+  const first = await request(t);
+  if (first.status !== t.expectStatus)
     throw new Error(
-      `${t.name}: ${t.label} answered ${res.status}, expected ${t.expectStatus}: ${text.slice(0, 500)}`,
+      `${t.name}: ${t.label} answered ${first.status}, expected ${t.expectStatus}: ${first.text.slice(0, 500)}`,
     );
+  if (!t.expectCached) return;
+  let last = first;
+  for (let attempt = 0; attempt < 10; attempt++) {
+    await sleep(attempt === 0 ? 0 : 100);
+    last = await request(t);
+    let cached: unknown;
+    try {
+      cached = (JSON.parse(last.text) as { cached?: unknown }).cached;
+    } catch {
+      cached = undefined;
+    }
+    if (last.status === t.expectStatus && cached === true) return;
+  }
+  throw new Error(
+    `${t.name}: ${t.label} did not answer "cached": true after warming: ${last.status} ${last.text.slice(0, 500)}`,
+  );
 }
 
 function toTarget(s: Scenario, baseUrl: string, pid: number | undefined): Target {
@@ -295,6 +373,7 @@ function toTarget(s: Scenario, baseUrl: string, pid: number | undefined): Target
     headers,
     ...(body !== undefined ? { body } : {}),
     expectStatus: s.expectStatus ?? 200,
+    expectCached: s.expectCached ?? false,
   };
 }
 
@@ -314,6 +393,9 @@ interface TargetReport {
   /** Bare Koa's CPU µs per request ÷ this target's (1 = as cheap as the baseline). */
   cpuRatio?: number;
   minRatio?: number;
+  maxP99Ms?: number;
+  /** The goals missed, in words (verdict MISS). */
+  missed?: string[];
   verdict: 'baseline' | 'OK' | 'MISS' | 'info' | 'ERROR';
 }
 
@@ -336,6 +418,14 @@ function summarise(
     },
     failed,
   };
+}
+
+function goalText(r: TargetReport): string {
+  const goals = [
+    ...(r.minRatio !== undefined ? [`>= ${r.minRatio.toFixed(2)}`] : []),
+    ...(r.maxP99Ms !== undefined ? [`p99 <= ${r.maxP99Ms} ms`] : []),
+  ];
+  return goals.length ? goals.join(', ') : '-';
 }
 
 function printTable(reports: TargetReport[]): void {
@@ -362,7 +452,7 @@ function printTable(reports: TargetReport[]): void {
       r.median.p99.toFixed(1),
       r.median.cpuUsPerReq === undefined ? '-' : r.median.cpuUsPerReq.toFixed(0),
       r.ratio === undefined ? '-' : r.ratio.toFixed(2),
-      r.minRatio === undefined ? '-' : `>= ${r.minRatio.toFixed(2)}`,
+      goalText(r),
       r.verdict,
       r.cpuRatio === undefined ? '-' : r.cpuRatio.toFixed(2),
     ]),
@@ -416,10 +506,13 @@ async function deleteRedisPrefix(prefix: string): Promise<number> {
 }
 
 async function main(): Promise<number> {
-  const plannedTargets = 1 + scenarios({ apiKey: '' }).length;
+  const planned = scenarios({ apiKey: '', solanaWallet: '' });
+  const plannedTargets = 1 + planned.length;
+  const needsSolana = RUN_SCAN_COLD || planned.some((s) => s.solana);
   const budgetS =
     plannedTargets * (SETTINGS.warmupS + 5) +
     SETTINGS.rounds * plannedTargets * (SETTINGS.durationS + 5) +
+    (needsSolana ? 120 : 0) +
     240;
   const watchdog = setTimeout(() => {
     log(`bench: still running after ${budgetS} s; giving up`);
@@ -446,6 +539,33 @@ async function main(): Promise<number> {
   if (!apiKey) throw new Error(`bootstrap printed no API key:\n${boot}`);
   await cli(testEnv.env, ['entitlements', 'grant', 'bench', '--rate-limit-per-min', '100000000']);
 
+  // The chain: a LiteSVM world served by its JSON-RPC facade in this process, as solana/mainnet.
+  let world: SolanaWorld | undefined;
+  let facade: SolanaFacade | undefined;
+  const chainEnv: Record<string, string> = {};
+  if (needsSolana) {
+    const started = performance.now();
+    world = await buildSolanaWorld();
+    const f = await world.startFacade();
+    facade = f;
+    cleanupSteps.push(async () => {
+      await f.close();
+      log('cleanup: Solana facade closed');
+    });
+    Object.assign(chainEnv, {
+      RISKWATCH_RPC_SOLANA_MAINNET: f.url,
+      RISKWATCH_RPC_RATE_PER_S: '0',
+      RISKWATCH_RISK_CACHE_TTL_LOW_S: '3600',
+      RISKWATCH_RISK_CACHE_TTL_MEDIUM_S: '3600',
+      RISKWATCH_RISK_CACHE_TTL_HIGH_S: '3600',
+      RISKWATCH_RISK_CACHE_TTL_CRITICAL_S: '3600',
+    });
+    log(
+      `Solana world built and served on ${f.url} in ${((performance.now() - started) / 1000).toFixed(1)} s ` +
+        `(${Object.keys(world.fixtures.mints).length} mints)`,
+    );
+  }
+
   if (CPU_PROF_DIR) mkdirSync(CPU_PROF_DIR, { recursive: true });
   const profEnv: Record<string, string> = CPU_PROF_DIR
     ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${CPU_PROF_DIR}` }
@@ -454,7 +574,7 @@ async function main(): Promise<number> {
   cleanupSteps.push(async () => log(`cleanup: bare Koa ${await stopChild(bare.child, 5000)}`));
 
   const svc: RunningService = await startService(
-    { ...testEnv.env, NODE_ENV: 'production', ...profEnv },
+    { ...testEnv.env, ...chainEnv, NODE_ENV: 'production', ...profEnv },
     SETTINGS.role,
   );
   children.add(svc.process);
@@ -472,8 +592,9 @@ async function main(): Promise<number> {
     method: 'GET',
     headers: {},
     expectStatus: 200,
+    expectCached: false,
   };
-  const defs = scenarios({ apiKey });
+  const defs = scenarios({ apiKey, solanaWallet: world?.fixtures.wallets.oldWallet.address ?? '' });
   const targets = [baseline, ...defs.map((s) => toTarget(s, svc.baseUrl, svc.process.pid))];
   for (const t of targets) await probe(t);
 
@@ -507,6 +628,24 @@ async function main(): Promise<number> {
       if (f) failures.push(f);
     }
 
+  let coldScan: ColdScanReport | undefined;
+  if (RUN_SCAN_COLD && facade && world) {
+    alive();
+    log();
+    log(`scan-cold: POST /api/v1/scan/token, sequential, ${SETTINGS.rpcLatencyMs} ms per chain round trip`);
+    coldScan = await measureColdScans({
+      baseUrl: svc.baseUrl,
+      apiKey,
+      facade,
+      mints: world.fixtures.mints,
+      latencyMs: SETTINGS.rpcLatencyMs,
+      warmUp: 'usdc',
+      servicePid: svc.process.pid,
+      log,
+    });
+    failures.push(...coldScan.failures);
+  }
+
   const base = summarise(
     baseline,
     runs.get(baseline)!,
@@ -525,18 +664,28 @@ async function main(): Promise<number> {
       base.median.cpuUsPerReq !== undefined && sum.median.cpuUsPerReq
         ? base.median.cpuUsPerReq / sum.median.cpuUsPerReq
         : undefined;
+    const missed = [
+      ...(def.minRatio !== undefined && !(ratio >= def.minRatio)
+        ? [`ratio ${ratio.toFixed(2)} < ${def.minRatio.toFixed(2)}`]
+        : []),
+      ...(def.maxP99Ms !== undefined && !(sum.median.p99 <= def.maxP99Ms)
+        ? [`p99 ${sum.median.p99.toFixed(1)} ms > ${def.maxP99Ms} ms`]
+        : []),
+    ];
     const verdict = sum.failed
       ? 'ERROR'
-      : def.minRatio === undefined
+      : def.minRatio === undefined && def.maxP99Ms === undefined
         ? 'info'
-        : ratio >= def.minRatio
-          ? 'OK'
-          : 'MISS';
+        : missed.length
+          ? 'MISS'
+          : 'OK';
     reports.push({
       ...sum,
       ratio,
       ...(cpuRatio !== undefined ? { cpuRatio } : {}),
       ...(def.minRatio !== undefined ? { minRatio: def.minRatio } : {}),
+      ...(def.maxP99Ms !== undefined ? { maxP99Ms: def.maxP99Ms } : {}),
+      ...(missed.length ? { missed } : {}),
       verdict,
     });
   });
@@ -544,6 +693,22 @@ async function main(): Promise<number> {
   log();
   printTable(reports);
   log();
+  for (const r of reports) if (r.verdict === 'MISS') log(`MISS ${r.name}: ${r.missed?.join('; ')}`);
+  if (coldScan) {
+    const c = coldScan;
+    log(
+      `cold scan/token: median ${c.median.ms.toFixed(0)} ms = ${c.median.rtts.toFixed(1)}× RTT ` +
+        `(${c.latencyMs} ms), max ${c.max.ms.toFixed(0)} ms = ${c.max.rtts.toFixed(1)}× RTT, ` +
+        `max sequential round trips ${c.max.sequentialRoundTrips} ` +
+        `(budget 3: ${c.max.sequentialRoundTrips <= 3 ? 'OK' : 'MISS'}; ${c.mints} mints)`,
+    );
+    log(
+      `cold scan/token: median time with a chain round trip in flight ${c.median.rpcMs.toFixed(0)} ms, ` +
+        `outside them ${c.median.outsideRpcMs.toFixed(0)} ms (service work + the client's HTTP exchange; ` +
+        `${c.median.beforeFirstRpcMs.toFixed(0)} ms before the first, ${c.median.afterLastRpcMs.toFixed(0)} ms after the last); ` +
+        `service main-thread CPU ${c.median.serviceCpuMs?.toFixed(1) ?? '-'} ms per scan`,
+    );
+  }
   for (const f of failures) log(`ERROR ${f}`);
 
   const ok = failures.length === 0;
@@ -555,11 +720,21 @@ async function main(): Promise<number> {
         ok,
         machine: { node: process.version, cpus: cpus().length, cpu_model: cpus()[0]?.model.trim() },
         settings: { ...SETTINGS, rps: 'mean of 1 s samples', latency: 'ms, 2xx responses only' },
-        order: 'per round: baseline, then each scenario; medians over rounds',
+        order: 'per round: baseline, then each scenario; medians over rounds; then scan-cold',
         targets: reports.map((r, i) => ({
           ...r,
           headers: redactHeaders(targets[i]!.headers),
         })),
+        ...(coldScan
+          ? {
+              scan_cold: {
+                request: 'POST /api/v1/scan/token, sequential, each mint never scanned before',
+                warm_up: 'usdc (untimed, not counted)',
+                ...coldScan,
+                failures: undefined,
+              },
+            }
+          : {}),
         failures,
       },
       null,
