@@ -8,10 +8,25 @@ export type { EvmAddress, SolanaAddress };
 const invalid = (path: string, detail: string, message: string) =>
   new AppError('invalid_address', detail, { errors: [{ path, message }] });
 
+/**
+ * Addresses already found valid: @solana/kit's check decodes base58 with BigInt arithmetic, which costs
+ * more than the rest of a cached preflight. Bounded; emptied when full.
+ */
+const validSolana = new Set<string>();
+const VALID_SOLANA_MAX = 10_000;
+
+function isValidSolana(value: string): value is SolanaAddress {
+  if (validSolana.has(value)) return true;
+  if (!isSolanaAddress(value)) return false;
+  if (validSolana.size >= VALID_SOLANA_MAX) validSolana.clear();
+  validSolana.add(value);
+  return true;
+}
+
 /** A Solana address: base58 that decodes to exactly 32 bytes. */
 export function parseSolanaAddress(input: string, path = 'target'): SolanaAddress {
   const value = input.trim();
-  if (!isSolanaAddress(value)) {
+  if (!isValidSolana(value)) {
     throw invalid(
       path,
       `"${clip(value)}" is not a Solana address (base58 encoding 32 bytes).`,
@@ -65,7 +80,7 @@ export function inferChainFromAddress(
   const network = (chain: string) =>
     BUILT_IN_NETWORKS.find((n) => n.chain === chain && n.network === 'mainnet')!;
   if (/^0x/i.test(value)) return { network: network('ethereum'), address: parseEvmAddress(value, path) };
-  if (isSolanaAddress(value)) return { network: network('solana'), address: value };
+  if (isValidSolana(value)) return { network: network('solana'), address: value };
   throw invalid(
     path,
     `"${clip(value)}" is neither a Solana address (base58, 32 bytes) nor an EVM address (0x + 40 hex digits).`,

@@ -133,6 +133,9 @@ const EVM_KIND_LABEL: Record<TargetKind, string> = {
 };
 /** Left standing on an allow-listed target: the lists' own verdicts. */
 const NEVER_SUPPRESSED = new Set(['sanctioned_address', 'org_denylisted']);
+/** How long this process reuses an analysis read from (or written to) Redis, and how many it keeps. */
+const LOCAL_TTL_MS = 1000;
+const LOCAL_MAX = 5000;
 /** Time kept back from a preflight's deadline to apply lists, score and answer. */
 const PREFLIGHT_RESERVE_MS = 100;
 
@@ -147,6 +150,8 @@ const plural = (n: number, one: string, many: string) => `${n} ${n === 1 ? one :
  */
 export class RiskService {
   private readonly flights = new Map<string, Promise<ChainAnalysis>>();
+  /** A second or less of what Redis holds, in this process: a hot target costs no Redis read or parse. */
+  private readonly local = new Map<string, { analysis: ChainAnalysis; until: number }>();
   private readonly solanaKnown: SolanaKnownRegistry;
   private readonly walletImplementations: KnownWalletImplementations;
   private readonly cachePrefix: string;
@@ -323,8 +328,13 @@ export class RiskService {
     budgetMs?: number,
   ): Promise<Analysed> {
     const key = `${this.cachePrefix}${network.caip2}:${subject}:${target}`;
+    const near = this.local.get(key);
+    if (near && near.until > Date.now()) return { analysis: near.analysis, cached: true };
     const hit = await this.cacheGet(key);
-    if (hit) return { analysis: hit, cached: true };
+    if (hit) {
+      this.keepLocal(key, hit, LOCAL_TTL_MS);
+      return { analysis: hit, cached: true };
+    }
 
     const flightKey = `${key}|${mode}`;
     let flight = this.flights.get(flightKey);
@@ -439,11 +449,17 @@ export class RiskService {
     }
   }
 
+  private keepLocal(key: string, analysis: ChainAnalysis, ms: number): void {
+    if (this.local.size >= LOCAL_MAX) this.local.clear();
+    this.local.set(key, { analysis, until: Date.now() + ms });
+  }
+
   /** Complete analyses only, for the TTL of their level (an unfinished check is not a verdict to keep). */
   private cacheSet(key: string, analysis: ChainAnalysis): void {
     if (!analysis.complete) return;
     const ttl = this.deps.settings.cache_ttl_s[score(analysis.findings).risk_level];
     if (ttl <= 0) return;
+    this.keepLocal(key, analysis, Math.min(LOCAL_TTL_MS, ttl * 1000));
     this.deps.redis
       .set(key, JSON.stringify(analysis), 'EX', ttl)
       .catch((err: Error) =>

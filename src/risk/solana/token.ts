@@ -169,6 +169,14 @@ const TOP = 10;
 const UNREAD = 'unread:';
 const BPS_HIGH = 100; // > 1% → high
 
+/** The token programs' codecs, built once: building a Token-2022 decoder (its extensions) is costly. */
+const DECODERS = {
+  splMint: getSplMintDecoder(),
+  splToken: getSplTokenDecoder(),
+  token2022Mint: getToken2022MintDecoder(),
+  token2022Token: getToken2022TokenDecoder(),
+};
+
 /** The Metaplex Metadata PDA of a mint: seeds ["metadata", program id, mint]. */
 export async function metaplexMetadataAddress(mint: Address): Promise<Address> {
   const encoder = getAddressEncoder();
@@ -337,7 +345,7 @@ function decodeMintAccount(account: SolanaAccount): DecodedMint {
     }
     if (type === TokenAccount.Token) return other('token_account');
     if (type !== TokenAccount.Mint) return other('account');
-    const m = getSplMintDecoder().decode(account.data);
+    const m = DECODERS.splMint.decode(account.data);
     if (!m.isInitialized) return other('account');
     return {
       status: 'mint',
@@ -353,7 +361,7 @@ function decodeMintAccount(account: SolanaAccount): DecodedMint {
     const type = identifyToken2022(account.data);
     if (type === Token2022Account.Token) return other('token_account');
     if (type !== Token2022Account.Mint) return other('account');
-    const m = getToken2022MintDecoder().decode(account.data);
+    const m = DECODERS.token2022Mint.decode(account.data);
     if (!m.isInitialized) return other('account');
     return {
       status: 'mint',
@@ -381,8 +389,8 @@ function identifyToken2022(data: Uint8Array): Token2022Account | undefined {
     // not one of the base sizes
   }
   for (const [type, decoder] of [
-    [Token2022Account.Mint, getToken2022MintDecoder()],
-    [Token2022Account.Token, getToken2022TokenDecoder()],
+    [Token2022Account.Mint, DECODERS.token2022Mint],
+    [Token2022Account.Token, DECODERS.token2022Token],
   ] as const) {
     try {
       decoder.decode(data);
@@ -872,8 +880,8 @@ function tokenOwner(ctx: MintContext, account: SolanaAccount | null): string | n
   try {
     const token =
       ctx.program === 'spl-token'
-        ? getSplTokenDecoder().decode(account.data)
-        : getToken2022TokenDecoder().decode(account.data);
+        ? DECODERS.splToken.decode(account.data)
+        : DECODERS.token2022Token.decode(account.data);
     return token.mint === ctx.mint ? token.owner : null;
   } catch {
     return null;
