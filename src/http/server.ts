@@ -68,7 +68,7 @@ export async function startApi(rt: Runtime): Promise<Server> {
   });
   await rt.impact.startReloading(config.impact.reload_ms);
   rt.impact.startFlushing(IMPACT_FLUSH_MS);
-  await rt.listsCache.start();
+  void rt.listsCache.start(); // not awaited: the API starts (and answers 503) while Redis is down
 
   // requireHostHeader off: a missing Host is refused by the app as problem+json (see createApp).
   const server = createServer({ requireHostHeader: false }, app.callback());

@@ -79,8 +79,13 @@ export class ListsCache {
     },
   ) {}
 
-  /** Subscribes to the change channel (API processes; a CLI only publishes). */
-  async start(): Promise<void> {
+  /**
+   * Subscribes to the change channel (API processes; a CLI only publishes). Never waits for Redis: an API
+   * starting while Redis is down still starts (and answers 503 where Redis is needed); the subscription is
+   * made when Redis comes back. Resolves once subscribed (or the attempt failed, logged); callers on the
+   * start-up path do not wait for it.
+   */
+  start(): Promise<void> {
     const sub = this.opts.redis.duplicate({ enableOfflineQueue: true, maxRetriesPerRequest: null });
     this.subscriber = sub;
     sub.on('error', (err: Error) =>
@@ -93,11 +98,16 @@ export class ListsCache {
       ready = true;
     });
     sub.on('message', (_channel: string, message: string) => this.drop(message));
-    await sub.subscribe(this.opts.channel);
+    return sub.subscribe(this.opts.channel).then(
+      () => undefined,
+      (err: Error) =>
+        this.opts.logger.warn({ err: { message: err.message } }, 'lists change channel not subscribed'),
+    );
   }
 
-  async stop(): Promise<void> {
-    await this.subscriber?.quit().catch(() => undefined);
+  /** A subscriber has nothing to flush, and quit() would wait for a Redis that is down. */
+  stop(): void {
+    this.subscriber?.disconnect();
   }
 
   /** Announces a change: this process forgets at once, the others when the message arrives. */

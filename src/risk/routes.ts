@@ -31,6 +31,19 @@ const SCORING =
   '`risk_score = round(100 × (1 − Π(1 − wᵢ)))`. `risk_level` is the highest unsuppressed severity (`low` when ' +
   'none is above low), raised to `high` at a score ≥ 70 and to `medium` at ≥ 40.';
 
+const evidenceSchema = z
+  .object({
+    method: z.string().meta({
+      description:
+        'The RPC method the value was read with (`getMultipleAccounts`, `eth_getCode`, …), or the list ' +
+        '(`sanctions_list`, `org_deny_list`, `org_allow_list`) for list findings.',
+    }),
+    slot: z.int().optional().meta({ description: 'Solana slot the value was read at.' }),
+    block: z.int().optional().meta({ description: 'EVM block the value was read at.' }),
+    value: z.unknown().meta({ description: 'The raw value.' }),
+  })
+  .meta({ id: 'Evidence' });
+
 const findingSchema = z
   .object({
     code: z.enum(Object.keys(CATALOG) as [string, ...string[]]).meta({
@@ -39,18 +52,7 @@ const findingSchema = z
     severity: z.enum(SEVERITIES),
     title: z.string(),
     detail: z.string().meta({ description: 'What was seen and why it matters, in words.' }),
-    evidence: z
-      .object({
-        method: z.string().meta({
-          description:
-            'The RPC method the value was read with (`getMultipleAccounts`, `eth_getCode`, …), or the list ' +
-            '(`sanctions_list`, `org_deny_list`, `org_allow_list`) for list findings.',
-        }),
-        slot: z.int().optional().meta({ description: 'Solana slot the value was read at.' }),
-        block: z.int().optional().meta({ description: 'EVM block the value was read at.' }),
-        value: z.unknown().meta({ description: 'The raw value.' }),
-      })
-      .meta({ id: 'Evidence' }),
+    evidence: evidenceSchema,
     suppressed: z.boolean().meta({
       description: 'True when known-good context (a well-known mint, your allow list) outweighs the finding.',
     }),
@@ -212,9 +214,17 @@ const preflightSchema = z
     risk_level: z.enum(LEVELS),
     risk_score: z.int().min(0).max(100),
     complete: z.boolean(),
-    reasons: z.array(
-      z.object({ code: z.string(), severity: z.enum(SEVERITIES), title: z.string(), detail: z.string() }),
-    ),
+    reasons: z
+      .array(
+        z.object({
+          code: z.string(),
+          severity: z.enum(SEVERITIES),
+          title: z.string(),
+          detail: z.string(),
+          evidence: evidenceSchema,
+        }),
+      )
+      .meta({ description: 'The unsuppressed findings behind the decision (and any unfinished check).' }),
     policy: z.object({
       name: z.string(),
       fail_mode: z.enum(FAIL_MODES),

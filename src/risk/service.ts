@@ -97,7 +97,13 @@ export interface PreflightBody {
   risk_level: RiskLevel;
   risk_score: number;
   complete: boolean;
-  reasons: { code: string; severity: Finding['severity']; title: string; detail: string }[];
+  reasons: {
+    code: string;
+    severity: Finding['severity'];
+    title: string;
+    detail: string;
+    evidence: Evidence;
+  }[];
   policy: { name: string; fail_mode: FailMode; deadline_ms: number; allowlisted: boolean };
   checked_at: string;
   cached: boolean;
@@ -299,7 +305,13 @@ export class RiskService {
       complete: analysis.complete,
       reasons: verdict.findings
         .filter((f) => !f.suppressed && (f.severity !== 'info' || f.code === 'check_incomplete'))
-        .map((f) => ({ code: f.code, severity: f.severity, title: f.title, detail: f.detail })),
+        .map((f) => ({
+          code: f.code,
+          severity: f.severity,
+          title: f.title,
+          detail: f.detail,
+          evidence: f.evidence,
+        })),
       policy: { name: policyName, fail_mode: failMode, deadline_ms: deadlineMs, allowlisted },
       checked_at: new Date().toISOString(),
       cached,

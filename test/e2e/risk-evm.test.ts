@@ -77,7 +77,13 @@ interface Preflight {
   risk_level: Level;
   risk_score: number;
   complete: boolean;
-  reasons: { code: string; severity: Severity; title: string; detail: string }[];
+  reasons: {
+    code: string;
+    severity: Severity;
+    title: string;
+    detail: string;
+    evidence: { method: string; block?: number; value: unknown };
+  }[];
   policy: { name: string; fail_mode: string; deadline_ms: number; allowlisted: boolean };
   checked_at: string;
   cached: boolean;
@@ -625,6 +631,10 @@ describe('EVM risk: risk-v2 and shield preflight against anvil (built service ov
     const eoa = await preflight(acme, f('fundedEoa'), 'approve');
     expect(eoa).toMatchObject({ decision: 'warn', risk_level: 'high', risk_score: expectedScore('high') });
     expect(eoa.reasons.map((r) => [r.code, r.severity])).toEqual([['approval_to_eoa', 'high']]);
+    expect(eoa.reasons[0]!.evidence).toMatchObject({
+      method: 'eth_getCode',
+      block: expect.any(Number) as unknown,
+    });
 
     const contract = await preflight(acme, f('plainContract'), 'approve');
     expect(contract).toMatchObject({ decision: 'allow', risk_level: 'low', reasons: [] });

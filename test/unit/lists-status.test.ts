@@ -70,7 +70,7 @@ describe('ListsService on PostgreSQL + ListsCache: sanctions import, deny/allow 
   });
 
   afterAll(async () => {
-    await cache?.stop();
+    cache?.stop();
     redis?.disconnect();
     await orm?.close();
     await db?.drop();
@@ -273,7 +273,7 @@ describe('ListsService on PostgreSQL + ListsCache: sanctions import, deny/allow 
         await lists.removeEntry(GLOBEX, 'deny', entry.id);
         expect(await eventually(async () => (await deniedId()) === undefined, 2000, 10)).toBe(true);
       } finally {
-        await replica.stop();
+        replica.stop();
         replicaRedis.disconnect();
       }
     });

@@ -102,6 +102,16 @@ RISKWATCH_RPC_CONCURRENCY: {{ $c.rpc.concurrency | int | quote }}
 RISKWATCH_RPC_BATCH_MAX: {{ $c.rpc.batchMax | int | quote }}
 RISKWATCH_RPC_CIRCUIT_FAILURES: {{ $c.rpc.circuitFailures | int | quote }}
 RISKWATCH_RPC_CIRCUIT_COOLDOWN_MS: {{ $c.rpc.circuitCooldownMs | int | quote }}
+RISKWATCH_RISK_DEADLINE_MS: {{ $c.risk.deadlineMs | int | quote }}
+RISKWATCH_RISK_RECENT_TRANSACTIONS: {{ $c.risk.recentTransactions | int | quote }}
+RISKWATCH_RISK_CACHE_TTL_LOW_S: {{ $c.risk.cacheTtlS.low | int | quote }}
+RISKWATCH_RISK_CACHE_TTL_MEDIUM_S: {{ $c.risk.cacheTtlS.medium | int | quote }}
+RISKWATCH_RISK_CACHE_TTL_HIGH_S: {{ $c.risk.cacheTtlS.high | int | quote }}
+RISKWATCH_RISK_CACHE_TTL_CRITICAL_S: {{ $c.risk.cacheTtlS.critical | int | quote }}
+RISKWATCH_PREFLIGHT_DEADLINE_MS: {{ $c.risk.preflight.deadlineMs | int | quote }}
+RISKWATCH_PREFLIGHT_FAIL_MODE: {{ $c.risk.preflight.failMode | quote }}
+RISKWATCH_PREFLIGHT_POLICY_NAME: {{ $c.risk.preflight.policyName | quote }}
+RISKWATCH_KNOWN_WALLET_IMPLEMENTATIONS: {{ $c.risk.knownWalletImplementations | toJson | quote }}
 {{- with .Values.releaseId }}
 RISKWATCH_RELEASE_ID: {{ . | quote }}
 {{- end }}
