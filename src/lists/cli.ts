@@ -40,7 +40,7 @@ export function registerListCommands(program: Command, config: () => Readonly<Co
     // Offline queue on: the import publishes its change right after a connection that may still be opening.
     const redis = createRedis(cfg.redis.url, { enableOfflineQueue: true });
     redis.on('error', () => undefined); // a failed publish is logged by publishListChange
-    const logger = createLogger(cfg.log.level, { role: 'cli' });
+    const logger = createLogger(cfg.log.level, { role: 'cli' }, 'stderr'); // stdout carries the JSON result
     try {
       return await fn(
         new ListsService(

@@ -22,12 +22,18 @@ const REDACT = [
   'secret',
 ];
 
-export function createLogger(level: string, base: Record<string, unknown> = {}): Logger {
-  return pino({
+/** JSON logs on standard output, or on standard error for commands whose standard output is their result. */
+export function createLogger(
+  level: string,
+  base: Record<string, unknown> = {},
+  to: 'stdout' | 'stderr' = 'stdout',
+): Logger {
+  const options = {
     level,
     base: { service: 'riskwatch', ...base },
     redact: { paths: REDACT, censor: '[redacted]' },
     timestamp: pino.stdTimeFunctions.isoTime,
-    formatters: { level: (label) => ({ level: label }) },
-  });
+    formatters: { level: (label: string) => ({ level: label }) },
+  };
+  return to === 'stderr' ? pino(options, pino.destination({ dest: 2, sync: true })) : pino(options);
 }

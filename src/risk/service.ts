@@ -4,6 +4,7 @@ import type { ChainProviders } from '../chains/providers.js';
 import { clip, networkLabel, type NetworkDef } from '../chains/registry.js';
 import type { ImpactService } from '../impact/service.js';
 import type { AccountListView, ListsCache } from '../lists/cache.js';
+import type { ListStatus } from '../lists/service.js';
 import type { Config } from '../platform/config.js';
 import { AppError } from '../platform/errors.js';
 import { newId } from '../platform/ids.js';
@@ -282,7 +283,7 @@ export class RiskService {
       },
     );
     const verdict = applyContext(analysis, { network, target, intent, lists });
-    const status = lists.status(network.chain, target);
+    const { status } = verdict;
     const allowlisted = status.allowed !== null && status.denied === null;
     const decision = decide({
       level: verdict.risk_level,
@@ -557,7 +558,7 @@ interface Context {
 function applyContext(
   analysis: ChainAnalysis,
   ctx: Context,
-): { findings: Finding[]; risk_score: number; risk_level: RiskLevel } {
+): { findings: Finding[]; risk_score: number; risk_level: RiskLevel; status: ListStatus } {
   const { network, target, lists } = ctx;
   const at: Pick<Evidence, 'slot' | 'block'> = analysis.dataAsOf;
   const accountMethod = network.family === 'evm' ? 'eth_getCode' : 'getMultipleAccounts';
@@ -713,7 +714,7 @@ function applyContext(
         )
       : findings;
   out.sort((a, b) => rank(b) - rank(a) || a.code.localeCompare(b.code));
-  return { findings: out, ...score(out) };
+  return { findings: out, ...score(out), status };
 }
 
 function findingView(f: Finding): FindingView {

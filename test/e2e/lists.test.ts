@@ -19,6 +19,7 @@ import {
   cli,
   cliJson,
   eventually,
+  freePort,
   prepareEnv,
   type RunningService,
   type TestEnv,
@@ -212,6 +213,24 @@ describe('sanctions import and organisation lists (built service over HTTP)', ()
         list_as_of: '2026-10-01',
       });
       expect(await sanctioned(LISTED_EVM)).toMatchObject({ source: 'OFAC SDN' });
+    });
+
+    it('still imports with Redis unreachable: the result on stdout, the unannounced change on stderr', async () => {
+      const file = join(tmp, 'offline.csv');
+      writeFileSync(file, `address,currency,name\n${SOLANA},SOL,Offline import\n`);
+      const env = { ...testEnv.env, REDIS_URL: `redis://127.0.0.1:${await freePort()}` };
+      // cliJson parses the whole of stdout: a log line there would fail it.
+      const result = await cliJson<ImportResult>(env, [
+        'lists',
+        'import',
+        '--format',
+        'csv',
+        '--source',
+        'offline',
+        file,
+      ]);
+      expect(result).toMatchObject({ source: 'offline', total: 1, added: 1 });
+      expect(await sanctioned(SOLANA)).toMatchObject({ source: 'acme-intel' });
     });
 
     it('refuses a CSV without --source, a bad date, an unknown format and a malformed file, changing nothing', async () => {

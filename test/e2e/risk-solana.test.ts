@@ -569,7 +569,7 @@ describe('risk engine on Solana (built service over HTTP, LiteSVM behind the fac
         let started = Date.now();
         const problem = await expectProblem(await scanRaw(acme, notAMint), 503, 'provider_unavailable');
         expect(Date.now() - started).toBeLessThan(RISK_DEADLINE_MS + 1000);
-        expect((problem as unknown as { retryable?: boolean }).retryable).toBe(true);
+        expect(problem.retryable).toBe(true);
 
         started = Date.now();
         const pf = await preflight(acme, { target: wallet, intent: 'transfer' });

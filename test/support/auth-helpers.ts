@@ -14,6 +14,8 @@ export interface Problem {
   code: string;
   detail: string;
   request_id: string;
+  /** Present (true) on 503s. */
+  retryable?: boolean;
   errors?: { path: string; message: string }[];
 }
 

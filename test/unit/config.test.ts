@@ -198,6 +198,51 @@ describe('loadConfig', () => {
   });
 });
 
+describe('risk settings', () => {
+  const IMPL = '0x63c0c19a282a1B52b07dD5a65b58948A07DAE32B';
+
+  it('defaults: 10 s analyses, 1.5 s preflights failing to warn, TTLs by level, no extra wallet implementations', () => {
+    expect(loadConfig({}).risk).toEqual({
+      deadline_ms: 10000,
+      recent_transactions: 20,
+      cache_ttl_s: { low: 60, medium: 45, high: 30, critical: 15 },
+      preflight: { deadline_ms: 1500, fail_mode: 'warn', policy_name: 'default' },
+      known_wallet_implementations: [],
+    });
+  });
+
+  it('takes the preflight fail mode and extra EIP-7702 wallet implementations (JSON) from the environment', () => {
+    const config = loadConfig({
+      RISKWATCH_PREFLIGHT_FAIL_MODE: 'block',
+      RISKWATCH_KNOWN_WALLET_IMPLEMENTATIONS: JSON.stringify([
+        { address: IMPL, name: 'Our wallet', chainIds: [1] },
+      ]),
+    });
+    expect(config.risk.preflight.fail_mode).toBe('block');
+    expect(config.risk.known_wallet_implementations).toEqual([
+      { address: IMPL, name: 'Our wallet', chainIds: [1] },
+    ]);
+  });
+
+  it('refuses a fail mode, a JSON list or an implementation entry it does not know, naming the variable', () => {
+    const lines = configError(() =>
+      loadConfig({
+        RISKWATCH_PREFLIGHT_FAIL_MODE: 'ignore',
+        RISKWATCH_KNOWN_WALLET_IMPLEMENTATIONS: '[{"address":"0x12","name":"x"}]',
+      }),
+    ).lines;
+    expect(lines).toEqual([
+      expect.stringMatching(/^config: RISKWATCH_PREFLIGHT_FAIL_MODE \(risk\.preflight\.fail_mode\): /),
+      expect.stringMatching(
+        /^config: RISKWATCH_KNOWN_WALLET_IMPLEMENTATIONS \(risk\.known_wallet_implementations\.0\.address\): expected an EVM address/,
+      ),
+    ]);
+    expect(
+      configError(() => loadConfig({ RISKWATCH_KNOWN_WALLET_IMPLEMENTATIONS: 'not json' })).lines,
+    ).toEqual([expect.stringMatching(/RISKWATCH_KNOWN_WALLET_IMPLEMENTATIONS .*expected a JSON array/)]);
+  });
+});
+
 describe('config/README.md', () => {
   const readme = () => readFileSync(join(PROJECT_ROOT, 'config', 'README.md'), 'utf8');
   /** Setting path → its table row, for rows whose first cell is a `code` setting path. */

@@ -19,7 +19,6 @@ import { eventually } from '../support/service.js';
 
 /** This file's own change channel (test files run in parallel on one Redis). */
 const CHANNEL = `rwtest:${process.pid}:lists:changed`;
-const channel = () => CHANNEL;
 
 const fixture = (name: string) =>
   parseOfacSdnAdvancedXml(
@@ -63,7 +62,7 @@ describe('ListsService on PostgreSQL + ListsCache: sanctions import, deny/allow 
     await applyMigrations(orm, createLogger('silent'));
     redis = createRedis(REDIS_URL);
     lists = new ListsService(orm, BUILT_IN_NETWORKS, (scope) => cache.changed(scope));
-    cache = new ListsCache(lists, { redis, channel: channel(), logger: createLogger('silent') });
+    cache = new ListsCache(lists, { redis, channel: CHANNEL, logger: createLogger('silent') });
     await cache.start();
     const { asOf, records } = await fixture('sdn_advanced.xml');
     await lists.importSanctions({ source: 'OFAC SDN', listAsOf: asOf!, records });
@@ -261,7 +260,7 @@ describe('ListsService on PostgreSQL + ListsCache: sanctions import, deny/allow 
       const replicaRedis = createRedis(REDIS_URL);
       const replica = new ListsCache(lists, {
         redis: replicaRedis,
-        channel: channel(),
+        channel: CHANNEL,
         logger: createLogger('silent'),
       });
       await replica.start();
