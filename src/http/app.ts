@@ -11,7 +11,7 @@ import type { UsageRecorder } from '../usage/recorder.js';
 import { registerDocs } from './docs.js';
 import { authMiddleware, type AuthDeps } from './middleware/auth.js';
 import { errorMiddleware } from './middleware/errors.js';
-import { rateLimitMiddleware } from './middleware/rate-limit.js';
+import { rateLimitMiddleware, ReservingRateLimiter } from './middleware/rate-limit.js';
 import { requestIdMiddleware } from './middleware/request-id.js';
 import { buildOpenApiDocument } from './openapi.js';
 import { koaPath, parseOrThrow, type RouteSpec } from './route.js';
@@ -72,10 +72,11 @@ const matchedRoute = (ctx: Context) =>
   (ctx as Context & { _matchedRoute?: string | RegExp })._matchedRoute?.toString().replace(/:(\w+)/g, '{$1}');
 
 /**
- * Metrics and the access log for every response, in one layer: labels by route template (`unmatched` for
- * unknown paths, so cardinality stays bounded); 2xx/3xx are logged at debug, 4xx at info, 5xx at warn.
+ * Metrics, the access log and the usage record of every response, in one layer outside the error handler
+ * (so the final status is known): labels by route template (`unmatched` for unknown paths, so cardinality
+ * stays bounded); 2xx/3xx are logged at debug, 4xx at info, 5xx at warn; API-key calls go to usage.
  */
-function observe(metrics: Metrics, logger: Logger) {
+function observe(metrics: Metrics, logger: Logger, usage: UsageRecorder) {
   return async (ctx: Context, next: Next) => {
     try {
       await next();
@@ -83,6 +84,7 @@ function observe(metrics: Metrics, logger: Logger) {
       const seconds = (performance.now() - ctx.state.startedAt) / 1000;
       const route = ctx.state.route ?? matchedRoute(ctx) ?? 'unmatched';
       metrics.observeHttp(ctx.method, route, ctx.status, seconds);
+      usage.recordCall(ctx, seconds * 1000);
       const level = ctx.status >= 500 ? 'warn' : ctx.status >= 400 ? 'info' : 'debug';
       if (logger.isLevelEnabled(level))
         logger[level](
@@ -111,7 +113,7 @@ function routeChain(spec: RouteSpec, deps: AppDeps, rateLimit: ReturnType<typeof
     },
   ];
   if (spec.auth !== 'none') chain.push(authMiddleware(spec.auth, deps.auth));
-  if (spec.auth === 'api_key') chain.push(deps.usage.middleware(), rateLimit);
+  if (spec.auth === 'api_key') chain.push(rateLimit);
   if (spec.body) chain.push(jsonBody(spec.bodyLimitKb ?? deps.bodyLimitKb));
   chain.push(async (ctx) => {
     const input = {
@@ -131,7 +133,7 @@ function routeChain(spec: RouteSpec, deps: AppDeps, rateLimit: ReturnType<typeof
 export function createApp(deps: AppDeps): Koa {
   const app = new Koa({ proxy: deps.trustProxy });
   const router = new Router();
-  const rateLimit = rateLimitMiddleware(deps.redis, deps.redisKeyPrefix);
+  const rateLimit = rateLimitMiddleware(new ReservingRateLimiter(deps.redis, deps.redisKeyPrefix));
 
   for (const spec of deps.routes)
     // Composed once here: the router would otherwise compose the route's layers on every request.
@@ -139,7 +141,7 @@ export function createApp(deps: AppDeps): Koa {
   registerDocs(router, buildOpenApiDocument(deps.routes, { version: deps.version }));
 
   app.use(requestIdMiddleware);
-  app.use(observe(deps.metrics, deps.logger));
+  app.use(observe(deps.metrics, deps.logger, deps.usage));
   app.use(errorMiddleware(deps.logger));
   app.use(router.routes());
   app.use(router.allowedMethods({ throw: true }));

@@ -2,10 +2,11 @@ import { hostname } from 'node:os';
 import type { Redis } from 'ioredis';
 import type { Logger } from '../platform/logger.js';
 import type { Orm } from '../platform/orm.js';
-import type { UsageEntry } from './recorder.js';
+import { BATCH_FIELD, type UsageEntry } from './recorder.js';
 
 const GROUP = 'usage-drain';
-const BATCH = 500;
+/** Stream entries per read; each holds up to 200 calls (the recorder's batches). */
+const BATCH = 50;
 /** Entries another consumer read but never acknowledged (it died) are taken over after this long. */
 const CLAIM_IDLE_MS = 10_000;
 
@@ -37,7 +38,7 @@ export class UsageDrain {
     await this.loop;
   }
 
-  /** Entries waiting in the stream and the age of the oldest, for the health check. */
+  /** Stream entries (batches of calls) waiting and the age of the oldest, for the health check. */
   static async backlog(redis: Redis, streamKey: string): Promise<{ waiting: number; oldestWaitS: number }> {
     const waiting = await redis.xlen(streamKey);
     if (waiting === 0) return { waiting, oldestWaitS: 0 };
@@ -94,10 +95,12 @@ export class UsageDrain {
     }
     if (entries.length === 0) return 0;
     const rows: UsageEntry[] = [];
-    for (const [, fields] of entries) {
-      const json = fields[fields.indexOf('r') + 1];
-      if (json) rows.push(JSON.parse(json) as UsageEntry);
-    }
+    for (const [, fields] of entries)
+      for (let i = 0; i + 1 < fields.length; i += 2) {
+        // `b`: a batch of calls (UsageRecorder); `r`: one call, as entries written before batching are.
+        if (fields[i] === BATCH_FIELD) rows.push(...(JSON.parse(fields[i + 1]!) as UsageEntry[]));
+        else if (fields[i] === 'r') rows.push(JSON.parse(fields[i + 1]!) as UsageEntry);
+      }
     await this.insert(rows);
     const ids = entries.map(([id]) => id);
     await this.redis

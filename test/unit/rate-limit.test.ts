@@ -1,0 +1,113 @@
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ReservingRateLimiter, type RateDecision } from '../../src/http/middleware/rate-limit.js';
+import { REDIS_URL, testRedisPrefix } from '../support/env.js';
+
+const redis = new Redis(REDIS_URL);
+const prefix = testRedisPrefix();
+
+beforeAll(async () => {
+  await redis.ping();
+});
+
+afterAll(async () => {
+  const keys = await redis.keys(`${prefix}*`);
+  if (keys.length) await redis.del(...keys);
+  redis.disconnect();
+});
+
+/** A connected client that counts the limiter's Redis calls (its script runs as EVALSHA/EVAL). */
+async function counting(client: Redis): Promise<{ client: Redis; calls: () => number }> {
+  await client.ping();
+  let n = 0;
+  const send = client.sendCommand.bind(client);
+  client.sendCommand = (cmd, stream) => {
+    if (/^eval/i.test(cmd.name)) n++;
+    return send(cmd, stream);
+  };
+  return { client, calls: () => n };
+}
+
+async function takeAll(
+  replicas: ReservingRateLimiter[],
+  key: string,
+  quota: number,
+  calls: number,
+): Promise<RateDecision[]> {
+  const out: RateDecision[] = [];
+  for (let i = 0; i < calls; i++) out.push(await replicas[i % replicas.length]!.take(key, quota));
+  return out;
+}
+
+describe('ReservingRateLimiter (real Redis, replicas sharing one count)', () => {
+  it('counts a small quota call by call across replicas: exact remaining, then refusals', async () => {
+    const a = new ReservingRateLimiter(redis, prefix);
+    const b = new ReservingRateLimiter(redis, prefix);
+    const decisions = await takeAll([a, b], 'key_small', 3, 5);
+    expect(decisions.map((d) => d.allowed)).toEqual([true, true, true, false, false]);
+    expect(decisions.slice(0, 3).map((d) => d.remaining)).toEqual([2, 1, 0]);
+    for (const d of decisions) {
+      expect(d.resetMs).toBeGreaterThan(0);
+      expect(d.resetMs).toBeLessThanOrEqual(60_000);
+    }
+  });
+
+  it('never admits more than the quota in a window, however the calls are spread over three replicas', async () => {
+    const replicas = [0, 1, 2].map(() => new ReservingRateLimiter(redis, prefix));
+    const quota = 10_000;
+    // Uneven: replica 0 gets half the calls, so the others hold reservations they do not use up.
+    const order = (i: number) => replicas[i % 4 === 0 || i % 4 === 1 ? 0 : (i % 4) - 1]!;
+    let allowed = 0;
+    for (let i = 0; i < quota + 500; i++) if ((await order(i).take('key_big', quota)).allowed) allowed++;
+    expect(allowed).toBeLessThanOrEqual(quota);
+    // What is held unused ends with the window: at most 1 % per replica is lost to the others.
+    expect(allowed).toBeGreaterThanOrEqual(quota - 3 * (quota / 100));
+    // Calls on every replica until each has used its points: then exactly the quota was admitted.
+    for (const r of replicas) while ((await r.take('key_big', quota)).allowed) allowed++;
+    expect(allowed).toBe(quota);
+  });
+
+  it('asks Redis about once per 50 calls for a large quota, and concurrent calls share one reservation', async () => {
+    const { client, calls } = await counting(new Redis(REDIS_URL));
+    try {
+      const limiter = new ReservingRateLimiter(client, prefix);
+      const burst = await Promise.all(
+        Array.from({ length: 500 }, () => Promise.resolve(limiter.take('key_busy', 1_000_000))),
+      );
+      expect(burst.every((d) => d.allowed)).toBe(true);
+      expect(calls()).toBe(10);
+      const remaining = burst.map((d) => d.remaining).sort((x, y) => y - x);
+      expect(remaining[0]).toBe(1_000_000 - 1);
+      expect(remaining.at(-1)).toBe(1_000_000 - 500);
+    } finally {
+      client.disconnect();
+    }
+  });
+
+  it('refuses from memory once refused, until the window ends; another quota is counted afresh', async () => {
+    const { client, calls } = await counting(new Redis(REDIS_URL));
+    try {
+      const limiter = new ReservingRateLimiter(client, prefix);
+      expect((await limiter.take('key_tight', 1)).allowed).toBe(true);
+      expect((await limiter.take('key_tight', 1)).allowed).toBe(false);
+      const asked = calls();
+      for (let i = 0; i < 20; i++) expect((await limiter.take('key_tight', 1)).allowed).toBe(false);
+      expect(calls()).toBe(asked);
+      // The entitlement was raised: a new count.
+      expect(await limiter.take('key_tight', 100)).toMatchObject({ allowed: true, remaining: 99 });
+    } finally {
+      client.disconnect();
+    }
+  });
+
+  it('Redis unreachable: the error reaches the caller (503 upstream), never an unlimited pass', async () => {
+    const down = new Redis('redis://127.0.0.1:1', { lazyConnect: true, maxRetriesPerRequest: 0 });
+    down.on('error', () => undefined);
+    try {
+      const limiter = new ReservingRateLimiter(down, prefix);
+      await expect(Promise.resolve(limiter.take('key_down', 1_000_000))).rejects.toThrow();
+    } finally {
+      down.disconnect();
+    }
+  });
+});
