@@ -14,6 +14,8 @@ export const IMPACT_METRICS = [
 ] as const;
 export type ImpactMetric = (typeof IMPACT_METRICS)[number];
 
+const HOUR_MS = 3_600_000;
+
 export interface ImpactBody {
   generated_at: string;
   assessments: { total: number; last_24h: number };
@@ -32,8 +34,8 @@ export interface ImpactBody {
 export class ImpactService {
   private current: { body: ImpactBody; json: string } | undefined;
   private timer: NodeJS.Timeout | undefined;
-  /** Counts not yet written, by `metric` + NUL + hour (ISO). */
-  private pending = new Map<string, number>();
+  /** Counts not yet written, by metric, then by hour (epoch ms of the hour's start). */
+  private pending = new Map<ImpactMetric, Map<number, number>>();
   private flushTimer: NodeJS.Timeout | undefined;
 
   constructor(
@@ -46,12 +48,12 @@ export class ImpactService {
    * Counts `n` of `metric` in the current hour. Kept in memory and written by `flushCounts` (every few
    * seconds and at shutdown), never on the request path; a failed write keeps the counts for the next one.
    */
-  count(metric: ImpactMetric, n = 1, now = new Date()): void {
+  count(metric: ImpactMetric, n = 1, now = Date.now()): void {
     if (n <= 0) return;
-    const hour = new Date(now);
-    hour.setUTCMinutes(0, 0, 0);
-    const key = `${metric}\u0000${hour.toISOString()}`;
-    this.pending.set(key, (this.pending.get(key) ?? 0) + n);
+    const hour = now - (now % HOUR_MS);
+    let byHour = this.pending.get(metric);
+    if (!byHour) this.pending.set(metric, (byHour = new Map<number, number>()));
+    byHour.set(hour, (byHour.get(hour) ?? 0) + n);
   }
 
   /** Adds the pending counts to impact_counters in one statement. */
@@ -59,10 +61,9 @@ export class ImpactService {
     if (this.pending.size === 0) return;
     const batch = this.pending;
     this.pending = new Map();
-    const rows = [...batch].map(([key, count]) => {
-      const [metric, hour] = key.split('\u0000');
-      return { metric, hour, count };
-    });
+    const rows = [...batch].flatMap(([metric, byHour]) =>
+      [...byHour].map(([hour, count]) => ({ metric, hour: new Date(hour).toISOString(), count })),
+    );
     try {
       await this.orm.em.getConnection().execute(
         `insert into impact_counters (metric, hour, count)
@@ -73,7 +74,8 @@ export class ImpactService {
         'run',
       );
     } catch (err) {
-      for (const [key, count] of batch) this.pending.set(key, (this.pending.get(key) ?? 0) + count);
+      for (const [metric, byHour] of batch)
+        for (const [hour, count] of byHour) this.count(metric, count, hour);
       throw err;
     }
   }

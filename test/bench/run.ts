@@ -9,7 +9,9 @@
  * recording + two usage queries) and `preflight-cached` (POST shield/preflight for a Solana wallet whose
  * chain analysis is in the risk cache: the whole API-key path plus the cache read, lists and policy; goals
  * ratio ≥ 0.5 and p99 ≤ 15 ms). The cache is warmed before measuring and a second call must answer
- * `cached: true`; the service gets cache TTLs of an hour, so nothing expires during the run.
+ * `cached: true`; the service gets cache TTLs of an hour, so nothing expires during the run. And one
+ * reference on the bare Koa process, `bare-koa-post`: the same POST body read by koa-body and a JSON answer
+ * of the preflight's size, nothing else — the floor of that request shape on Koa, whatever riskwatch does.
  *
  * `scan-cold` (after the rounds): POST scan/token, one at a time, for each Solana mint fixture the service
  * never scanned (USDC is scanned first, untimed, as the warm-up and left out), with BENCH_RPC_LATENCY_MS
@@ -28,8 +30,8 @@
  * cold scan that is not a fresh 200 makes the run exit 1.
  *
  * Knobs (environment): BENCH_DURATION_S (10), BENCH_WARMUP_S (3), BENCH_ROUNDS (3), BENCH_CONNECTIONS
- * (50), BENCH_ONLY (comma-separated names among public-impact, usage-api-key, preflight-cached, scan-cold;
- * the baseline always runs), BENCH_RPC_LATENCY_MS (50: per chain round trip during scan-cold), BENCH_OUT
+ * (50), BENCH_ONLY (comma-separated names among public-impact, usage-api-key, preflight-cached,
+ * bare-koa-post, scan-cold; the baseline always runs), BENCH_RPC_LATENCY_MS (50: per chain round trip during scan-cold), BENCH_OUT
  * (results JSON; default <os tmpdir>/bench-results.json), BENCH_CPU_PROF_DIR (run both servers with
  * --cpu-prof; the profiles, named by pid, are written there when they stop).
  *
@@ -79,6 +81,8 @@ export interface Scenario {
   expectCached?: boolean;
   /** Needs the Solana chain (the LiteSVM world and its facade). */
   solana?: boolean;
+  /** Measured on the bare Koa process instead of riskwatch (a reference, not the product). */
+  bare?: boolean;
 }
 
 /** What the service is seeded with before it starts, for scenarios that need credentials or a chain. */
@@ -119,6 +123,15 @@ function scenarios(f: Fixtures): Scenario[] {
       maxP99Ms: 15,
       expectCached: true,
       solana: true,
+    },
+    {
+      // The floor of preflight-cached's request shape: bare Koa reading the same body with koa-body and
+      // answering a preflight-sized JSON, nothing else (test/bench/bare-koa.ts).
+      name: 'bare-koa-post',
+      method: 'POST',
+      path: '/json',
+      body: { target: f.solanaWallet || '3E8LW5fTg7wAb34Wj9bJTcfFWYtzZFsVPhhDfEYRAvZi', intent: 'transfer' },
+      bare: true,
     },
   ];
   if (!ONLY?.length) return all;
@@ -595,7 +608,12 @@ async function main(): Promise<number> {
     expectCached: false,
   };
   const defs = scenarios({ apiKey, solanaWallet: world?.fixtures.wallets.oldWallet.address ?? '' });
-  const targets = [baseline, ...defs.map((s) => toTarget(s, svc.baseUrl, svc.process.pid))];
+  const targets = [
+    baseline,
+    ...defs.map((s) =>
+      s.bare ? toTarget(s, bare.baseUrl, bare.child.pid) : toTarget(s, svc.baseUrl, svc.process.pid),
+    ),
+  ];
   for (const t of targets) await probe(t);
 
   const failures: string[] = [];
