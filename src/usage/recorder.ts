@@ -118,12 +118,12 @@ export class UsageRecorder {
   async flush(deadlineMs: number): Promise<void> {
     const until = Date.now() + deadlineMs;
     this.sendBuffer();
+    const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
     while (this.backlog > 0 && Date.now() < until) {
       this.retryFailed();
-      await Promise.race([
-        Promise.allSettled([...this.inflight.keys()]),
-        new Promise((r) => setTimeout(r, 200)),
-      ]);
+      await Promise.race([Promise.allSettled([...this.inflight.keys()]), pause(200)]);
+      // Redis refusing at once (it is down): try again in a moment, not in a tight loop.
+      if (this.retry.length > 0) await pause(200);
     }
     clearInterval(this.retryTimer);
     if (this.backlog > 0)

@@ -1,20 +1,10 @@
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { ReservingRateLimiter, type RateDecision } from '../../src/http/middleware/rate-limit.js';
-import { REDIS_URL, testRedisPrefix } from '../support/env.js';
+import { REDIS_URL } from '../support/env.js';
+import { fileRedis } from '../support/redis.js';
 
-const redis = new Redis(REDIS_URL);
-const prefix = testRedisPrefix();
-
-beforeAll(async () => {
-  await redis.ping();
-});
-
-afterAll(async () => {
-  const keys = await redis.keys(`${prefix}*`);
-  if (keys.length) await redis.del(...keys);
-  redis.disconnect();
-});
+const { redis, prefix } = fileRedis();
 
 /** A connected client that counts the limiter's Redis calls (its script runs as EVALSHA/EVAL). */
 async function counting(client: Redis): Promise<{ client: Redis; calls: () => number }> {
@@ -84,18 +74,42 @@ describe('ReservingRateLimiter (real Redis, replicas sharing one count)', () => 
     }
   });
 
-  it('refuses from memory once refused, until the window ends; another quota is counted afresh', async () => {
+  it('grants only up to the quota when a reservation made on stale knowledge overshoots it', async () => {
+    const quota = 10_030;
+    const b = new ReservingRateLimiter(redis, prefix);
+    const other = new ReservingRateLimiter(redis, prefix);
+    // b reserves 50 (count 50) and believes 9 980 are left.
+    expect(await b.take('key_stale', quota)).toMatchObject({ allowed: true, remaining: quota - 1 });
+    // Meanwhile the same key under another quota (another entitlement) brings the count to 10 000.
+    for (let i = 0; i < 9_950; i++) expect((await other.take('key_stale', 1_000_000_000)).allowed).toBe(true);
+    // b serves its 49, then reserves 50 more on stale knowledge: Redis says 10 050; only 30 were left.
+    let allowed = 1;
+    while ((await b.take('key_stale', quota)).allowed) allowed++;
+    expect(allowed).toBe(1 + 49 + 30);
+    expect((await new ReservingRateLimiter(redis, prefix).take('key_stale', quota)).allowed).toBe(false);
+  });
+
+  it('refuses from memory once refused, until the window ends; a raised quota keeps the count', async () => {
     const { client, calls } = await counting(new Redis(REDIS_URL));
+    const clock = vi.spyOn(performance, 'now');
     try {
       const limiter = new ReservingRateLimiter(client, prefix);
       expect((await limiter.take('key_tight', 1)).allowed).toBe(true);
-      expect((await limiter.take('key_tight', 1)).allowed).toBe(false);
+      const refused = await limiter.take('key_tight', 1);
+      expect(refused.allowed).toBe(false);
       const asked = calls();
       for (let i = 0; i < 20; i++) expect((await limiter.take('key_tight', 1)).allowed).toBe(false);
       expect(calls()).toBe(asked);
-      // The entitlement was raised: a new count.
-      expect(await limiter.take('key_tight', 100)).toMatchObject({ allowed: true, remaining: 99 });
+      // The entitlement was raised: Redis is asked at once, and the window's 2 calls still count.
+      expect(await limiter.take('key_tight', 100)).toMatchObject({ allowed: true, remaining: 97 });
+      // The window ends (Redis expires the count; this replica's clock passes the reset): allowed again.
+      await client.del(`${prefix}rl:key_tight`);
+      const later = performance.now() + refused.resetMs + 1;
+      clock.mockReturnValue(later);
+      expect(await limiter.take('key_tight', 1)).toMatchObject({ allowed: true, remaining: 0 });
+      expect(calls()).toBe(asked + 2);
     } finally {
+      clock.mockRestore();
       client.disconnect();
     }
   });
@@ -105,7 +119,9 @@ describe('ReservingRateLimiter (real Redis, replicas sharing one count)', () => 
     down.on('error', () => undefined);
     try {
       const limiter = new ReservingRateLimiter(down, prefix);
-      await expect(Promise.resolve(limiter.take('key_down', 1_000_000))).rejects.toThrow();
+      // Concurrent calls wait for one reservation and all get its error.
+      const calls = Array.from({ length: 5 }, () => Promise.resolve(limiter.take('key_down', 1_000_000)));
+      for (const call of calls) await expect(call).rejects.toThrow(/not ready/);
     } finally {
       down.disconnect();
     }

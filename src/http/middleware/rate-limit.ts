@@ -1,6 +1,6 @@
 import type { Context, Next } from 'koa';
 import type { Redis } from 'ioredis';
-import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
+import { RateLimiterRedis } from 'rate-limiter-flexible';
 import { AppError } from '../../platform/errors.js';
 import { apiKeyOf } from '../state.js';
 
@@ -22,14 +22,18 @@ interface Reservation {
   left: number;
   /** What Redis said was left for everyone after the reservation. */
   redisRemaining: number;
-  /** Epoch ms when the Redis window (and with it the reservation) ends. */
+  /** performance.now() when the Redis window (and with it the reservation) ends. */
   resetAt: number;
   /** Redis refused this window: every call is refused until it ends. */
   refused: boolean;
 }
 
+/** Calls counted per key and window in Redis; the quota is applied here, so a changed quota keeps the count. */
+const NO_LIMIT = 2 ** 31 - 1;
+
 /**
- * Per-key fixed-window limits counted in Redis (rate-limiter-flexible), so every replica shares one count.
+ * Per-key fixed one-minute windows counted in Redis (rate-limiter-flexible's atomic INCRBY + TTL script),
+ * so every replica shares one count.
  *
  * A replica does not ask Redis once per request: it reserves a few points at a time — 1 % of what Redis last
  * said was left in the window, between 1 and 50 — and hands them out from memory until they are used or
@@ -39,41 +43,32 @@ interface Reservation {
  * the quota; what a replica holds unused when its traffic stops is at most 1 % of the remaining quota and
  * ends with the window. Concurrent requests of one key wait for one reservation instead of racing, and a
  * key Redis refused is refused from memory until its window ends (a fixed window cannot reopen earlier).
- * Redis unreachable → the error propagates (503), and at most the already reserved points are still served.
+ * The count is per key whatever the quota: a quota lowered mid-window counts what was already used.
+ * Redis unreachable → the error reaches every waiting request (503); only points already reserved are served.
  */
 export class ReservingRateLimiter {
-  private readonly limiters = new Map<number, RateLimiterRedis>();
+  private readonly counter: RateLimiterRedis;
   private readonly reservations = new Map<string, Reservation>();
   private readonly pending = new Map<string, Promise<RateDecision>>();
+  private nextSweep = 0;
 
-  constructor(
-    private readonly redis: Redis,
-    private readonly keyPrefix: string,
-  ) {}
-
-  private limiterFor(points: number): RateLimiterRedis {
-    let limiter = this.limiters.get(points);
-    if (!limiter) {
-      limiter = new RateLimiterRedis({
-        storeClient: this.redis,
-        keyPrefix: `${this.keyPrefix}rl:${points}`,
-        points,
-        duration: 60,
-        rejectIfRedisNotReady: true,
-      });
-      this.limiters.set(points, limiter);
-    }
-    return limiter;
+  constructor(redis: Redis, keyPrefix: string) {
+    this.counter = new RateLimiterRedis({
+      storeClient: redis,
+      keyPrefix: `${keyPrefix}rl`,
+      points: NO_LIMIT,
+      duration: 60,
+      rejectIfRedisNotReady: true,
+    });
   }
 
   /** Takes one point of `quota` per minute for `key`: from memory when a reservation has one, else from Redis. */
   take(key: string, quota: number): RateDecision | Promise<RateDecision> {
-    // A changed entitlement (another quota) starts its own count, as its Redis keys do.
+    // Remembered per quota: a raised quota asks Redis again at once instead of staying refused.
     const id = `${quota}:${key}`;
-    const now = Date.now();
+    const now = performance.now();
     const r = this.reservations.get(id);
     if (r && r.resetAt > now) {
-      // Refused in this window: a fixed window only reopens when it ends, so no need to ask Redis again.
       if (r.refused) return { allowed: false, remaining: 0, resetMs: r.resetAt - now };
       if (r.left > 0) {
         r.left--;
@@ -91,7 +86,7 @@ export class ReservingRateLimiter {
   ): Promise<RateDecision> {
     const waiting = this.pending.get(id);
     if (waiting) {
-      await waiting.catch(() => undefined);
+      await waiting; // a failed reservation fails its waiters too: one Redis error, not one per request
       return this.take(key, quota);
     }
     const fetching = this.fetch(key, quota, id, previous);
@@ -109,32 +104,27 @@ export class ReservingRateLimiter {
     id: string,
     previous: Reservation | undefined,
   ): Promise<RateDecision> {
-    const now = Date.now();
-    const known = previous && previous.resetAt > now ? previous.redisRemaining : quota;
+    const known = previous && previous.resetAt > performance.now() ? previous.redisRemaining : quota;
     const size = Math.max(1, Math.min(MAX_RESERVATION, Math.floor(known / RESERVATION_SHARE)));
-    let res: RateLimiterRes;
-    try {
-      res = await this.limiterFor(quota).consume(key, size);
-    } catch (err) {
-      if (!(err instanceof RateLimiterRes)) throw err;
-      res = err;
-    }
+    const res = await this.counter.consume(key, size);
+    const now = performance.now();
     // Redis added `size` to the count; whatever went past the quota is not granted.
     const granted = Math.max(0, Math.min(size, quota - (res.consumedPoints - size)));
-    const resetAt = now + res.msBeforeNext;
     const redisRemaining = Math.max(0, quota - res.consumedPoints);
-    if (this.reservations.size >= 100_000) this.dropExpired(now);
+    if (now >= this.nextSweep) this.sweep(now);
     this.reservations.set(id, {
       left: Math.max(0, granted - 1),
       redisRemaining,
-      resetAt,
+      resetAt: now + res.msBeforeNext,
       refused: granted === 0,
     });
     if (granted === 0) return { allowed: false, remaining: 0, resetMs: res.msBeforeNext };
     return { allowed: true, remaining: redisRemaining + granted - 1, resetMs: res.msBeforeNext };
   }
 
-  private dropExpired(now: number): void {
+  /** Forgets ended windows, at most once a minute. */
+  private sweep(now: number): void {
+    this.nextSweep = now + 60_000;
     for (const [id, r] of this.reservations) if (r.resetAt <= now) this.reservations.delete(id);
   }
 }
