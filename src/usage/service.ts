@@ -1,3 +1,4 @@
+import { IsolationLevel, type AnyEntity, type EntityData } from '@mikro-orm/core';
 import { AppError } from '../platform/errors.js';
 import type { Orm } from '../platform/orm.js';
 
@@ -49,7 +50,23 @@ function decodeCursor(raw: string, grouped: boolean): Cursor {
 export class UsageService {
   constructor(private readonly orm: Orm) {}
 
-  async query(accountId: string, q: UsageQuery) {
+  /**
+   * One answer reads one snapshot (a read-only REPEATABLE READ transaction): calls the drain stores while
+   * the summary, the page and the buckets are read cannot make them disagree.
+   */
+  query(accountId: string, q: UsageQuery) {
+    return this.orm.em.fork().transactional(
+      // em.execute runs inside the transaction.
+      (em) => this.read(accountId, q, (sql, params) => em.execute(sql, params)),
+      { isolationLevel: IsolationLevel.REPEATABLE_READ, readOnly: true },
+    );
+  }
+
+  private async read(
+    accountId: string,
+    q: UsageQuery,
+    run: <T extends EntityData<AnyEntity>[]>(sql: string, params: unknown[]) => Promise<T>,
+  ) {
     const where: string[] = ['account_id = ?'];
     const params: unknown[] = [accountId];
     if (q.from) {
@@ -73,9 +90,8 @@ export class UsageService {
       params.push(q.api_key_id);
     }
     const filter = where.join(' and ');
-    const conn = this.orm.em.getConnection();
 
-    const summaryRows = await conn.execute<{ endpoint: string; status: number; n: string }[]>(
+    const summaryRows = await run<{ endpoint: string; status: number; n: string }[]>(
       `select endpoint, status, count(*) as n from usage_records where ${filter} group by endpoint, status`,
       params,
     );
@@ -96,7 +112,7 @@ export class UsageService {
       const bucket = `date_trunc('${q.group_by}', at, 'UTC')`;
       const bucketWhere = cursor ? `${filter} and at < ?` : filter;
       const bucketParams = cursor ? [...params, cursor.at] : params;
-      const rows = await conn.execute<{ bucket: Date; total: string; avg: string; p95: number }[]>(
+      const rows = await run<{ bucket: Date; total: string; avg: string; p95: number }[]>(
         `select ${bucket} as bucket, count(*) as total, round(avg(latency_ms)) as avg,
                 percentile_disc(0.95) within group (order by latency_ms) as p95
            from usage_records where ${bucketWhere} group by 1 order by 1 desc limit ?`,
@@ -104,7 +120,7 @@ export class UsageService {
       );
       const page = rows.slice(0, q.limit);
       const statusRows = page.length
-        ? await conn.execute<{ bucket: Date; status: number; n: string }[]>(
+        ? await run<{ bucket: Date; status: number; n: string }[]>(
             `select ${bucket} as bucket, status, count(*) as n from usage_records
               where ${filter} and ${bucket} in (select jsonb_array_elements_text(?::jsonb)::timestamptz)
               group by 1, 2`,
@@ -131,7 +147,7 @@ export class UsageService {
 
     const pageWhere = cursor ? `${filter} and (at, id) < (?, ?)` : filter;
     const pageParams = cursor ? [...params, cursor.at, cursor.id] : params;
-    const rows = await conn.execute<
+    const rows = await run<
       {
         id: string;
         at: Date;
