@@ -64,8 +64,9 @@ account, and refuses browser-origin calls (an \`Origin\` header, or \`Sec-Fetch-
 \`/api/account/*\` takes a bearer JWT whose account claim names the account and whose roles include the
 key-admin role. \`/api/agent/health\` takes \`x-service-agent-key\`.
 
-**Rate limits**: per API key, from the entitlement (default 600/min), shared by every replica. Responses
-carry \`RateLimit-Policy\` and \`RateLimit\` (IETF httpapi draft); a 429 adds \`Retry-After\`.
+**Rate limits**: per API key, from the entitlement (default 600/min), in a fixed one-minute window shared by
+every replica (never more than the quota in all). Responses carry \`RateLimit-Policy\` and \`RateLimit\` (IETF
+httpapi draft; \`r=\` is what is left as the answering replica knows it); a 429 adds \`Retry-After\`.
 
 **Limits**: request bodies up to 64 KiB unless stated; times are RFC 3339 UTC; big integers are decimal strings.`;
 
