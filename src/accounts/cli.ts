@@ -1,7 +1,7 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import type { Config } from '../platform/config.js';
 import { connectOrm } from '../platform/orm.js';
-import { AccountsService } from './service.js';
+import { AccountsService, type ApiKeyView } from './service.js';
 
 type Print = (line: string) => void;
 
@@ -28,7 +28,11 @@ export function registerAccountCommands(
     const orm = await connectOrm(cfg.database.url, 2);
     try {
       return await fn(
-        new AccountsService(orm, { keyCacheMs: 0, defaultRateLimitPerMin: cfg.rate_limit.default_per_min }),
+        new AccountsService(orm, {
+          keyCacheMs: 0,
+          defaultRateLimitPerMin: cfg.rate_limit.default_per_min,
+          maxKeysPerAccount: cfg.auth.max_api_keys_per_account,
+        }),
       );
     } finally {
       await orm.close();
@@ -92,9 +96,21 @@ export function registerAccountCommands(
     });
   keys
     .command('list <account>')
-    .description("list an account's API keys (prefixes only)")
+    .description("list an account's API keys (prefixes only), newest first")
     .action(async (account: string) =>
-      json(await withService(async (s) => s.listKeys((await s.getAccount(account)).id))),
+      json(
+        await withService(async (s) => {
+          const { id } = await s.getAccount(account);
+          const keys: ApiKeyView[] = [];
+          let cursor: string | undefined;
+          do {
+            const page = await s.listKeys(id, { limit: 1000, cursor });
+            keys.push(...page.data);
+            cursor = page.next_cursor ?? undefined;
+          } while (cursor);
+          return keys;
+        }),
+      ),
     );
   keys
     .command('revoke <account> <keyId>')

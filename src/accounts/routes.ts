@@ -25,6 +25,27 @@ const createKeyBody = z
 
 const keyIdParams = z.object({ id: z.string().min(1).max(40) });
 
+const listKeysQuery = z
+  .object({
+    limit: z.coerce.number().int().min(1).max(1000).default(100),
+    cursor: z
+      .string()
+      .max(500)
+      .optional()
+      .meta({ description: 'Opaque: the next_cursor of the previous page.' }),
+  })
+  .strict();
+
+const apiKeyPage = z
+  .object({
+    data: z.array(apiKeyViewSchema),
+    next_cursor: z
+      .string()
+      .nullable()
+      .meta({ description: 'Pass as `cursor` for the next page; null on the last page.' }),
+  })
+  .meta({ id: 'ApiKeyPage' });
+
 /** Self-service API keys for JWT users holding the key-admin role, always scoped to the token's account. */
 export function accountRoutes(accounts: AccountsService) {
   return [
@@ -40,6 +61,12 @@ export function accountRoutes(accounts: AccountsService) {
         201: {
           description: 'Created; `key` is shown only in this response',
           schema: apiKeyViewSchema.extend({ key: z.string() }).meta({ id: 'CreatedApiKey' }),
+        },
+        409: {
+          description:
+            '`limit_exceeded`: the account already holds the most active (neither revoked nor expired) ' +
+            'keys an account may have (100 unless the operator set `auth.max_api_keys_per_account`); ' +
+            'revoking one makes room',
         },
       },
       handler: async (ctx, { body }) => {
@@ -57,13 +84,15 @@ export function accountRoutes(accounts: AccountsService) {
       path: '/api/account/api-keys',
       operationId: 'listApiKeys',
       summary: 'List the account’s API keys',
+      description:
+        'Every key of the account (revoked and expired ones included), newest first, paginated with ' +
+        '`limit` and the opaque `next_cursor`.',
       tag: 'Account',
       auth: 'jwt_key_admin',
-      responses: {
-        200: { description: 'Keys, newest first', schema: z.object({ data: z.array(apiKeyViewSchema) }) },
-      },
-      handler: async (ctx) => ({
-        body: { data: await accounts.listKeys(userOf(ctx).accountId) },
+      query: listKeysQuery,
+      responses: { 200: { description: 'One page of keys', schema: apiKeyPage } },
+      handler: async (ctx, { query }) => ({
+        body: await accounts.listKeys(userOf(ctx).accountId, query),
       }),
     }),
     defineRoute({

@@ -1,4 +1,7 @@
 import { UniqueConstraintViolationException } from '@mikro-orm/core';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { LRUCache } from 'lru-cache';
+import { decodeCursor, keysetPage } from '../platform/cursor.js';
 import { AppError, conflict, notFound } from '../platform/errors.js';
 import { newId } from '../platform/ids.js';
 import type { Orm } from '../platform/orm.js';
@@ -57,17 +60,49 @@ export interface EntitlementView {
   rate_limit_per_min: number;
 }
 
+export interface ApiKeyPage {
+  data: ApiKeyView[];
+  next_cursor: string | null;
+}
+
+export interface AccountsOptions {
+  /** `auth.api_key_cache_ms`: how long a looked-up key is reused (0: every call queries). */
+  keyCacheMs: number;
+  defaultRateLimitPerMin: number;
+  /** `auth.unknown_key_cache_ms`: how long a well-formed key that matched no row stays unknown (unset: 0). */
+  unknownKeyCacheMs?: number | undefined;
+  /** `auth.max_api_keys_per_account`: active keys an account may hold (unset: no ceiling). */
+  maxKeysPerAccount?: number | undefined;
+}
+
 const iso = (d: Date | null | undefined) => (d ? d.toISOString() : null);
 
+/** An LRU of at most `max` entries, each gone `ttlMs` after it was stored (use does not extend it). 0: none. */
+function expiringLru<V extends object | boolean>(max: number, ttlMs: number): LRUCache<string, V> | null {
+  return ttlMs > 0 ? new LRUCache<string, V>({ max, ttl: ttlMs, updateAgeOnGet: false }) : null;
+}
+
 export class AccountsService {
-  /** Key lookups are cached briefly (≤ 5 s by config) so revocation reaches every replica in time. */
-  private readonly keyCache = new Map<string, { row: KeyRow | null; until: number }>();
-  private static readonly KEY_CACHE_MAX = 10_000;
+  /** Known keys a process remembers at most; past it the least recently used is dropped. */
+  static readonly KNOWN_KEYS_MAX = 10_000;
+  /** Unknown key hashes remembered at most: a cache of its own, so bogus keys only ever evict bogus keys. */
+  static readonly UNKNOWN_KEYS_MAX = 5_000;
+
+  /**
+   * Rows of keys that exist (revoked and expired ones too: they are refused without a query), each reused
+   * for `keyCacheMs` from its lookup, never longer, so a revocation reaches every replica in time.
+   */
+  private readonly knownKeys: LRUCache<string, KeyRow> | null;
+  /** Hashes of well-formed keys that matched no row, so a client repeating one costs no query. */
+  private readonly unknownKeys: LRUCache<string, true> | null;
 
   constructor(
     private readonly orm: Orm,
-    private readonly options: { keyCacheMs: number; defaultRateLimitPerMin: number },
-  ) {}
+    private readonly options: AccountsOptions,
+  ) {
+    this.knownKeys = expiringLru(AccountsService.KNOWN_KEYS_MAX, options.keyCacheMs);
+    this.unknownKeys = expiringLru(AccountsService.UNKNOWN_KEYS_MAX, options.unknownKeyCacheMs ?? 0);
+  }
 
   async createAccount(input: { name: string; orgId?: string }): Promise<Account> {
     const em = this.orm.em.fork();
@@ -147,30 +182,70 @@ export class AccountsService {
       throw new AppError('invalid_request', 'expires_at must be in the future.', {
         errors: [{ path: 'expires_at', message: 'must be in the future' }],
       });
-    const em = this.orm.em.fork();
     const raw = generateApiKey();
-    const record = em.create(ApiKeySchema, {
-      id: newId('key'),
-      account: accountId,
-      name: input.name,
-      prefix: displayPrefix(raw),
-      keyHash: hashApiKey(raw),
-      createdBy: input.createdBy,
-      expiresAt: input.expiresAt ?? null,
-      revokedAt: null,
+    const record = await this.orm.em.fork().transactional(async (em) => {
+      await this.checkKeyCeiling(em, accountId);
+      const created = em.create(ApiKeySchema, {
+        id: newId('key'),
+        account: accountId,
+        name: input.name,
+        prefix: displayPrefix(raw),
+        keyHash: hashApiKey(raw),
+        createdBy: input.createdBy,
+        expiresAt: input.expiresAt ?? null,
+        revokedAt: null,
+      });
+      await em.persist(created).flush();
+      return created;
     });
-    await em.persist(record).flush();
     return { key: raw, view: this.keyView(record) };
   }
 
-  async listKeys(accountId: string): Promise<ApiKeyView[]> {
-    const em = this.orm.em.fork();
-    const keys = await em.find(
-      ApiKeySchema,
-      { account: accountId },
-      { orderBy: { createdAt: 'desc', id: 'desc' } },
+  /**
+   * Locks the account's row and refuses a new key when the account already holds the ceiling of active
+   * keys (neither revoked nor expired: those authenticate nothing, so they never block a new one). The
+   * lock (`for no key update`: it does not hold up inserts that merely reference the account) lasts until
+   * the creating transaction ends, so concurrent creations are counted one after the other.
+   */
+  private async checkKeyCeiling(em: EntityManager, accountId: string): Promise<void> {
+    const [account] = await em.execute<{ name: string }[]>(
+      'select name from accounts where id = ? for no key update',
+      [accountId],
     );
-    return keys.map((k) => this.keyView(k));
+    if (!account) throw notFound(`Account "${accountId}"`);
+    const max = this.options.maxKeysPerAccount;
+    if (max === undefined) return;
+    const [counted] = await em.execute<{ n: number }[]>(
+      `select count(*)::int as n from api_keys
+        where account_id = ? and revoked_at is null and (expires_at is null or expires_at > ?)`,
+      [accountId, new Date()],
+    );
+    const n = counted?.n ?? 0;
+    if (n >= max)
+      throw new AppError(
+        'limit_exceeded',
+        `Account ${account.name} already has ${n} active API keys; the limit is ${max} ` +
+          '(auth.max_api_keys_per_account / RISKWATCH_MAX_API_KEYS_PER_ACCOUNT). Revoke a key to create another.',
+      );
+  }
+
+  /** One page of the account's keys (revoked and expired ones included), newest first. */
+  async listKeys(accountId: string, q: { limit: number; cursor?: string | undefined }): Promise<ApiKeyPage> {
+    const after = q.cursor ? decodeCursor(q.cursor, 'key') : undefined;
+    const at = after ? new Date(after.at) : undefined;
+    const keys = await this.orm.em.fork().find(
+      ApiKeySchema,
+      {
+        account: accountId,
+        ...(after ? { $or: [{ createdAt: { $lt: at } }, { createdAt: at, id: { $lt: after.id } }] } : {}),
+      },
+      { orderBy: { createdAt: 'desc', id: 'desc' }, limit: q.limit + 1 },
+    );
+    return keysetPage(
+      keys.map((k) => this.keyView(k)),
+      q.limit,
+      (k) => ({ at: k.created_at, id: k.id }),
+    );
   }
 
   /** Revokes a key of this account; another account's key id is simply not found. Idempotent. */
@@ -182,6 +257,8 @@ export class AccountsService {
       key.revokedAt = new Date();
       await em.flush();
     }
+    // At once in this process; other replicas drop their copy within keyCacheMs.
+    this.knownKeys?.delete(key.keyHash);
     return this.keyView(key);
   }
 
@@ -192,7 +269,7 @@ export class AccountsService {
    */
   async authenticateApiKey(raw: string, now = Date.now()): Promise<ApiKeyPrincipal> {
     if (!isWellFormedApiKey(raw)) throw new AppError('unauthorized', 'The API key is malformed.');
-    const row = await this.lookupKey(hashApiKey(raw), now);
+    const row = await this.lookupKey(hashApiKey(raw));
     if (!row) throw new AppError('unauthorized', 'The API key is not valid.');
     if (row.revoked_at) throw new AppError('unauthorized', 'The API key has been revoked.');
     if (row.key_expires_at && new Date(row.key_expires_at).getTime() <= now)
@@ -213,9 +290,15 @@ export class AccountsService {
     };
   }
 
-  private async lookupKey(hash: string, now: number): Promise<KeyRow | null> {
-    const cached = this.keyCache.get(hash);
-    if (cached && cached.until > now) return cached.row;
+  /**
+   * The key's row by hash, or null when no key has it. Remembered for a while either way (see the two
+   * caches). Remembering a miss delays nothing real: a key exists from its creation, and its raw value is
+   * random and never shown before, so nobody presents it while it is still unknown.
+   */
+  private async lookupKey(hash: string): Promise<KeyRow | null> {
+    const known = this.knownKeys?.get(hash);
+    if (known) return known;
+    if (this.unknownKeys?.get(hash)) return null;
     const rows = await this.orm.em.getConnection().execute<KeyRow[]>(
       `select k.id as key_id, k.prefix, k.expires_at as key_expires_at, k.revoked_at,
               a.id as account_id, a.name as account_name,
@@ -227,10 +310,8 @@ export class AccountsService {
       [ENTERPRISE_PLAN, hash],
     );
     const row = rows[0] ?? null;
-    if (this.options.keyCacheMs > 0) {
-      if (this.keyCache.size >= AccountsService.KEY_CACHE_MAX) this.keyCache.clear();
-      this.keyCache.set(hash, { row, until: now + this.options.keyCacheMs });
-    }
+    if (row) this.knownKeys?.set(hash, row);
+    else this.unknownKeys?.set(hash, true);
     return row;
   }
 

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { Registry } from 'prom-client';
 import { AppError } from '../platform/errors.js';
+import { GuardedHttpClient, type CappedResponse } from '../platform/http-client.js';
 import type { Logger } from '../platform/logger.js';
 import {
   CircuitBreaker,
@@ -46,7 +47,13 @@ export interface ProviderTuning {
   concurrency: number;
   batchMax: number;
   circuitFailures: number;
+  /** First cool-down of an open circuit; it doubles while the provider keeps failing, up to `circuitCooldownMs`. */
+  circuitCooldownMinMs: number;
   circuitCooldownMs: number;
+  /** Largest answer read, in decoded bytes (after gzip/br): past it the attempt fails. */
+  maxResponseBytes: number;
+  /** Longest a provider's `Retry-After` keeps a URL idle. */
+  retryAfterMaxMs: number;
 }
 
 export interface JsonRpcClientOptions extends ProviderTuning {
@@ -100,6 +107,8 @@ interface Failure {
   retryAfterMs?: number;
   /** 429s say "slow down", not "broken": they do not count towards opening the circuit. */
   countsForCircuit: boolean;
+  /** The same request to the same URL would fail the same way (an oversized answer): only failover helps. */
+  final?: boolean;
 }
 
 interface RpcResponse {
@@ -119,11 +128,11 @@ class Endpoint {
     readonly url: string,
     readonly rate: RateGate,
     concurrency: number,
-    circuit: { failures: number; cooldownMs: number },
+    circuit: { failures: number; cooldownMinMs: number; cooldownMaxMs: number },
     onCircuit: (state: CircuitState) => void,
   ) {
     this.slots = new Semaphore(concurrency);
-    this.circuit = new CircuitBreaker(circuit.failures, circuit.cooldownMs, onCircuit);
+    this.circuit = new CircuitBreaker(circuit.failures, circuit, onCircuit);
   }
 }
 
@@ -135,8 +144,12 @@ class Endpoint {
  * - Identical calls in flight (method + canonical params) share one upstream call (single-flight).
  * - Every call has a deadline; each HTTP attempt a timeout within what is left of it.
  * - Transient failures (network, timeout, HTTP error status, garbled body) are retried on the next
- *   healthy URL, then with jittered exponential backoff; a `Retry-After` keeps the URL idle until then.
- * - Per URL: a concurrency cap, a rate limit (Redis-shared when a client is given) and a circuit breaker.
+ *   healthy URL, then with jittered exponential backoff; a `Retry-After` (capped at `retryAfterMaxMs`)
+ *   keeps the URL idle until then.
+ * - Answers are read as a stream and abandoned past `maxResponseBytes` decoded bytes (a broken or hostile
+ *   provider, or a gzip bomb, cannot exhaust memory); redirects are never followed.
+ * - Per URL: a concurrency cap, a rate limit (Redis-shared when a client is given) and a circuit breaker
+ *   whose cool-down starts short and doubles while the provider keeps failing.
  * - Failures surface as `AppError('provider_unavailable')`; JSON-RPC error objects as `RpcError`.
  */
 export class JsonRpcClient {
@@ -147,6 +160,7 @@ export class JsonRpcClient {
   private readonly metrics?: RpcMetrics;
   private readonly logger?: Logger;
   private readonly inflight = new Map<string, Promise<unknown>>();
+  private readonly http = new GuardedHttpClient();
   private queue: PendingCall[] = [];
   private flushScheduled = false;
   private nextId = 1;
@@ -166,7 +180,12 @@ export class JsonRpcClient {
         url,
         rateGate(options, url),
         options.concurrency,
-        { failures: options.circuitFailures, cooldownMs: options.circuitCooldownMs },
+        {
+          failures: options.circuitFailures,
+          // Set on their own, a first cool-down above the longest one means a fixed cool-down.
+          cooldownMinMs: Math.min(options.circuitCooldownMinMs, options.circuitCooldownMs),
+          cooldownMaxMs: options.circuitCooldownMs,
+        },
         (state) => this.onCircuit(name, state),
       );
     });
@@ -420,7 +439,7 @@ export class JsonRpcClient {
       else endpoint.circuit.release();
       if (last.retryAfterMs) endpoint.blockedUntil = Date.now() + last.retryAfterMs;
       for (const call of pending) call.lastFailure = last;
-      this.logger?.debug(
+      this.logger?.[last.final ? 'warn' : 'debug'](
         {
           provider: endpoint.name,
           outcome: last.outcome,
@@ -430,7 +449,8 @@ export class JsonRpcClient {
         },
         'rpc attempt failed',
       );
-      if (attempts > this.tuning.retries) return this.fail(pending, last);
+      if (attempts > this.tuning.retries || (last.final && !this.hasUntried(tried)))
+        return this.fail(pending, last);
     }
   }
 
@@ -505,25 +525,40 @@ export class JsonRpcClient {
   }
 
   private async send(endpoint: Endpoint, body: unknown, timeoutMs: number): Promise<Exchange> {
-    let response: Response;
-    let text: string;
+    let response: CappedResponse;
     try {
-      response = await fetch(endpoint.url, {
+      response = await this.http.request(endpoint.url, {
         method: 'POST',
         headers: { 'content-type': 'application/json', accept: 'application/json' },
         body: JSON.stringify(body),
-        signal: AbortSignal.timeout(timeoutMs),
+        timeoutMs,
+        maxBytes: this.tuning.maxResponseBytes,
       });
-      text = await response.text();
     } catch (err) {
-      const e = err as Error & { cause?: { code?: string } };
-      if (e.name === 'TimeoutError' || e.name === 'AbortError')
-        return failed('timeout', `no answer within ${timeoutMs} ms`);
-      // Only the error code: undici messages may quote the URL.
-      return failed('network_error', `network error (${e.cause?.code ?? e.name})`);
+      const e = err as Error & { code?: string };
+      if (e.name === 'TimeoutError') return failed('timeout', `no answer within ${timeoutMs} ms`);
+      if (e.code === 'EENCODING' || e.code?.startsWith('Z_'))
+        return failed('bad_response', `the answer could not be decoded (${e.code})`);
+      // Only the error code: messages may quote the URL.
+      return failed('network_error', `network error (${e.code ?? e.name})`);
     }
-    const status = response.status;
-    const retryAfterMs = parseRetryAfter(response.headers.get('retry-after'));
+    const { status, text } = response;
+    // A JSON-RPC endpoint has no reason to redirect; following one could lead anywhere.
+    if (status >= 300 && status < 400)
+      return failed('http_3xx', `HTTP ${status}: a redirect, which is never followed`);
+    if (text === undefined)
+      return {
+        ok: false,
+        failure: {
+          outcome: 'too_large',
+          reason: `the answer exceeded ${this.tuning.maxResponseBytes} bytes (chains.defaults.max_response_mib)`,
+          countsForCircuit: true,
+          final: true,
+        },
+      };
+    const retryAfter = parseRetryAfter(headerValue(response.headers['retry-after']));
+    const retryAfterMs =
+      retryAfter === undefined ? undefined : Math.min(retryAfter, this.tuning.retryAfterMaxMs);
     if (status === 429)
       return failed('http_429', 'HTTP 429 (rate limited by the provider)', retryAfterMs, false);
     if (status >= 500 || status === 408) return failed('http_5xx', `HTTP ${status}`, retryAfterMs);
@@ -589,6 +624,9 @@ function rateGate(options: JsonRpcClientOptions, url: string): RateGate {
     options.ratePerS,
   );
 }
+
+const headerValue = (value: string | string[] | undefined): string | null =>
+  (Array.isArray(value) ? value[0] : value) ?? null;
 
 /** `Retry-After` as delay-seconds or an HTTP date, in ms; undefined when absent or unreadable. */
 export function parseRetryAfter(header: string | null, now = Date.now()): number | undefined {

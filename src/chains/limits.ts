@@ -119,18 +119,22 @@ export class RedisRateGate implements RateGate {
 export type CircuitState = 'closed' | 'open' | 'half_open';
 
 /**
- * Per provider URL: opens after `threshold` consecutive failures; after `cooldownMs` one probe may pass
- * (half-open); its success closes the circuit, its failure opens it for another cool-down.
+ * Per provider URL: opens after `threshold` consecutive failures; after a cool-down one probe may pass
+ * (half-open); its success closes the circuit, its failure opens it again for twice the last cool-down.
+ * The first cool-down is short (`cooldownMinMs`) so a provider that comes back is used again within about
+ * that long; one that stays down is probed ever less often, never more than once per `cooldownMaxMs`.
  */
 export class CircuitBreaker {
   private current: CircuitState = 'closed';
   private failures = 0;
   private openUntil = 0;
   private probing = false;
+  /** Cool-downs in a row without a success: the next one lasts min × 2^opens, capped at max. */
+  private opens = 0;
 
   constructor(
     private readonly threshold: number,
-    private readonly cooldownMs: number,
+    private readonly cooldown: { cooldownMinMs: number; cooldownMaxMs: number },
     private readonly onChange: (state: CircuitState) => void,
   ) {}
 
@@ -155,6 +159,7 @@ export class CircuitBreaker {
 
   success(): void {
     this.failures = 0;
+    this.opens = 0;
     this.probing = false;
     this.set('closed');
   }
@@ -163,7 +168,9 @@ export class CircuitBreaker {
     this.failures++;
     this.probing = false;
     if (this.current === 'half_open' || this.failures >= this.threshold) {
-      this.openUntil = now + this.cooldownMs;
+      const { cooldownMinMs, cooldownMaxMs } = this.cooldown;
+      this.openUntil = now + Math.min(cooldownMaxMs, cooldownMinMs * 2 ** Math.min(this.opens, 30));
+      this.opens++;
       this.set('open');
     }
   }

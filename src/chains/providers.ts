@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { Registry } from 'prom-client';
-import type { ChainsConfig } from '../platform/config.js';
+import { isLoopbackUrl, type ChainsConfig } from '../platform/config.js';
 import { AppError } from '../platform/errors.js';
 import type { Logger } from '../platform/logger.js';
 import { EVM_METHODS, EvmRpc } from './evm.js';
@@ -92,7 +92,10 @@ export function networksFromConfig(chains: ChainsConfig): ConfiguredNetwork[] {
         concurrency: s?.concurrency ?? d.concurrency,
         batchMax: s?.batch_max ?? d.batch_max,
         circuitFailures: d.circuit_failures,
+        circuitCooldownMinMs: d.circuit_cooldown_min_ms,
         circuitCooldownMs: d.circuit_cooldown_ms,
+        maxResponseBytes: d.max_response_mib * 1024 * 1024,
+        retryAfterMaxMs: d.retry_after_max_ms,
       },
     });
   }
@@ -115,6 +118,14 @@ export class ChainProviders {
   constructor(networks: readonly ConfiguredNetwork[], deps: ChainProvidersDeps = {}) {
     for (const n of networks) {
       if (n.urls.length === 0) continue;
+      n.urls.forEach((url, index) => {
+        // Allowed (an in-VPC node often has no TLS), but said once: the provider is named, never the URL.
+        if (url.startsWith('http:') && !isLoopbackUrl(url))
+          deps.logger?.warn(
+            { provider: `${networkLabel(n.def)}#${index}` },
+            'node provider URL uses plain http:// outside loopback: its answers can be read and altered in transit',
+          );
+      });
       this.clients.set(
         n.def,
         new JsonRpcClient({

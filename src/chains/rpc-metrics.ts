@@ -5,7 +5,16 @@ import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
  * `rpc_error` are answers from the node, everything else is a provider failure.
  */
 export type CallOutcome =
-  'ok' | 'rpc_error' | 'timeout' | 'network_error' | 'http_429' | 'http_4xx' | 'http_5xx' | 'bad_response';
+  | 'ok'
+  | 'rpc_error'
+  | 'timeout'
+  | 'network_error'
+  | 'http_3xx'
+  | 'http_429'
+  | 'http_4xx'
+  | 'http_5xx'
+  | 'bad_response'
+  | 'too_large';
 
 /**
  * Node-provider metrics, created once per registry (every client of a process shares them). `provider`

@@ -12,7 +12,7 @@ import { registerDocs } from './docs.js';
 import { authMiddleware, type AuthDeps } from './middleware/auth.js';
 import { errorMiddleware } from './middleware/errors.js';
 import { rateLimitMiddleware, ReservingRateLimiter } from './middleware/rate-limit.js';
-import { requestIdMiddleware } from './middleware/request-id.js';
+import { requestIdMiddleware, requestLogFields } from './middleware/request-id.js';
 import { buildOpenApiDocument } from './openapi.js';
 import { koaPath, parseOrThrow, type RouteSpec } from './route.js';
 
@@ -89,7 +89,7 @@ function observe(metrics: Metrics, logger: Logger, usage: UsageRecorder) {
       if (logger.isLevelEnabled(level))
         logger[level](
           {
-            request_id: ctx.state.requestId,
+            ...requestLogFields(ctx),
             method: ctx.method,
             route: ctx.state.route ?? null,
             status: ctx.status,

@@ -49,12 +49,15 @@ export async function startApi(rt: Runtime): Promise<Server> {
     ...listRoutes(rt.lists),
     ...accountRoutes(rt.accounts),
   ];
+  const jwt = new JwtVerifier(config.auth.jwt, logger);
+  jwt.start(); // not awaited: the JWKS is fetched in the background (a JWT call meanwhile waits for it)
+  shutdown.add('jwks', () => jwt.stop());
   const app = createApp({
     logger,
     metrics: rt.metrics,
     auth: {
       accounts: rt.accounts,
-      jwt: new JwtVerifier(config.auth.jwt),
+      jwt,
       agentKeys: config.auth.agent_keys,
       keyAdminRole: config.auth.jwt.key_admin_role,
     },

@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { Logger } from '../platform/logger.js';
+import { LookalikeIndex, type TrustedAddresses } from '../risk/lookalike.js';
 import { normaliseAddress } from './addresses.js';
 import type { ListEntryView, ListsService, ListStatus, SanctionMatch } from './service.js';
 
@@ -9,13 +10,15 @@ export interface AccountListView {
   status(chain: string, target: string): ListStatus;
   /** Why an address is flagged for this account: sanctioned or deny-listed (null: it is not). */
   flagged(chain: string, address: string): { sanctioned: SanctionMatch | null; denied: ListEntryView | null };
-  /** The allow-listed addresses that apply on `chain` (the trusted set of `lookalike_address`). */
-  allowed(chain: string): string[];
+  /** The allow-listed addresses that apply on `chain`, indexed: the trusted set of `lookalike_address`. */
+  allowed(chain: string): TrustedAddresses;
 }
 
 interface AccountLists {
   deny: Map<string, ListEntryView[]>;
   allow: Map<string, ListEntryView[]>;
+  /** The allow list by shown digits, built with the lists: no pass over the list per assessment. */
+  lookalikes: LookalikeIndex;
 }
 
 interface Loaded<T> {
@@ -134,10 +137,7 @@ export class ListsCache {
         const key = normaliseAddress(address);
         return { sanctioned: sanctions.get(key) ?? null, denied: pick(lists.deny.get(key), chain) };
       },
-      allowed: (chain) =>
-        [...lists.allow.entries()]
-          .filter(([, entries]) => entries.some((e) => e.chain === null || e.chain === chain))
-          .map(([target]) => target),
+      allowed: (chain) => lists.lookalikes.on(chain),
     };
   }
 
@@ -165,12 +165,18 @@ export class ListsCache {
     const loaded: Loaded<AccountLists> = {
       at: Date.now(),
       value: this.lists.orgEntries(accountId).then((entries) => {
-        const out: AccountLists = { deny: new Map(), allow: new Map() };
+        const out: AccountLists = { deny: new Map(), allow: new Map(), lookalikes: new LookalikeIndex() };
         for (const e of entries) {
           const map = e.list === 'deny' ? out.deny : out.allow;
           const key = normaliseAddress(e.target);
           map.set(key, [...(map.get(key) ?? []), e]);
         }
+        // Trust order is the allow list's order (newest first), each address at its first entry.
+        for (const [target, allowed] of out.allow)
+          out.lookalikes.add(
+            target,
+            allowed.map((e) => e.chain),
+          );
         return out;
       }),
     };

@@ -47,6 +47,7 @@ export function registerListCommands(program: Command, config: () => Readonly<Co
           orm,
           networksFromConfig(cfg.chains).map((n) => n.def),
           (scope) => publishListChange(redis, listsChannel(cfg.redis.key_prefix), scope, logger),
+          { maxEntriesPerAccount: cfg.lists.max_entries_per_account },
         ),
       );
     } finally {

@@ -125,7 +125,12 @@ export function listRoutes(lists: ListsService) {
             'detail lists the known networks)',
         },
         404: { description: LIST_404 },
-        409: { description: 'The target is already on this list for this chain' },
+        409: {
+          description:
+            '`conflict`: the target is already on this list for this chain. `limit_exceeded`: the ' +
+            'account’s deny and allow lists together already hold the most entries an account may have ' +
+            '(100,000 unless the operator set `lists.max_entries_per_account`)',
+        },
       },
       handler: async (ctx, { params, body }) => {
         const key = apiKeyOf(ctx);

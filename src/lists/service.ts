@@ -1,6 +1,8 @@
 import { UniqueConstraintViolationException } from '@mikro-orm/core';
+import type { EntityManager } from '@mikro-orm/postgresql';
 import { inferChainFromAddress, parseAddress } from '../chains/addresses.js';
 import { clip, resolveNetwork, type NetworkDef } from '../chains/registry.js';
+import { decodeCursor, keysetPage } from '../platform/cursor.js';
 import { AppError, invalidRequest, notFound } from '../platform/errors.js';
 import { newId } from '../platform/ids.js';
 import type { Orm } from '../platform/orm.js';
@@ -95,34 +97,6 @@ const SANCTION_COLUMNS = `source, currency, entity_name, entity_uid, to_char(lis
 /** Rows per INSERT of an import (one JSON parameter each). */
 const IMPORT_BATCH = 5000;
 
-interface Cursor {
-  at: string;
-  id: string;
-}
-const encodeCursor = (c: Cursor) => Buffer.from(JSON.stringify(c)).toString('base64url');
-const CURSOR_AT = /^(?!0000)\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
-const CURSOR_ID = /^lst_[0-9a-f]{28}$/;
-
-function decodeCursor(raw: string): Cursor {
-  try {
-    const c = JSON.parse(Buffer.from(raw, 'base64url').toString('utf8')) as Partial<Cursor>;
-    if (
-      typeof c.at === 'string' &&
-      CURSOR_AT.test(c.at) &&
-      !Number.isNaN(Date.parse(c.at)) &&
-      new Date(c.at).toISOString() === c.at &&
-      typeof c.id === 'string' &&
-      CURSOR_ID.test(c.id)
-    )
-      return { at: c.at, id: c.id };
-  } catch {
-    // fall through to the error below
-  }
-  throw invalidRequest('The cursor is not valid for this query.', [
-    { path: 'query.cursor', message: 'not a cursor returned by this endpoint' },
-  ]);
-}
-
 /** `deny` / `allow`; any other name in a path is a list that does not exist (404, as for any resource). */
 export function listName(list: string): ListName {
   if ((LIST_NAMES as readonly string[]).includes(list)) return list as ListName;
@@ -173,6 +147,8 @@ export class ListsService {
     networks: readonly NetworkDef[],
     /** Told after every committed change (ListsCache drops its copies, here and on other replicas). */
     private readonly onChange: (scope: { accountId: string } | 'sanctions') => Promise<void> = async () => {},
+    /** `lists.max_entries_per_account`; unset: no ceiling. */
+    private readonly limits: { maxEntriesPerAccount?: number | undefined } = {},
   ) {
     this.registry = { networks, configured: networks };
   }
@@ -213,7 +189,7 @@ export class ListsService {
       params.push(normaliseAddress(q.target));
     }
     if (q.cursor) {
-      const cursor = decodeCursor(q.cursor);
+      const cursor = decodeCursor(q.cursor, 'lst');
       where.push('(created_at, id) < (?, ?)');
       params.push(cursor.at, cursor.id);
     }
@@ -222,11 +198,7 @@ export class ListsService {
           order by created_at desc, id desc limit ?`,
       [...params, q.limit + 1],
     );
-    const data = rows.slice(0, q.limit).map(entryView);
-    const last = data.at(-1);
-    const next_cursor =
-      rows.length > q.limit && last ? encodeCursor({ at: last.created_at, id: last.id }) : null;
-    return { data, next_cursor };
+    return keysetPage(rows.map(entryView), q.limit, (e) => ({ at: e.created_at, id: e.id }));
   }
 
   /**
@@ -242,19 +214,23 @@ export class ListsService {
   ): Promise<ListEntryView> {
     const name = listName(list);
     const { chain, target } = this.resolveTarget(input);
-    const em = this.orm.em.fork();
-    const entry = em.create(ListEntrySchema, {
-      id: newId('lst'),
-      accountId,
-      list: name,
-      chain,
-      target,
-      label: input.label || null,
-      reason: input.reason || null,
-      createdBy,
-    });
+    let entry: ListEntry;
     try {
-      await em.persist(entry).flush();
+      entry = await this.orm.em.fork().transactional(async (em) => {
+        await this.checkEntryCeiling(em, accountId);
+        const created = em.create(ListEntrySchema, {
+          id: newId('lst'),
+          accountId,
+          list: name,
+          chain,
+          target,
+          label: input.label || null,
+          reason: input.reason || null,
+          createdBy,
+        });
+        await em.persist(created).flush();
+        return created;
+      });
     } catch (err) {
       if (!(err instanceof UniqueConstraintViolationException)) throw err;
       const existing = await this.orm.em
@@ -268,6 +244,31 @@ export class ListsService {
     }
     await this.onChange({ accountId });
     return entryView(entityRow(entry));
+  }
+
+  /**
+   * Refuses a new entry when the account's deny and allow lists together already hold the ceiling: the
+   * risk engine keeps an account's lists in memory (ListsCache), so this bounds what one account costs
+   * every replica. Runs in the adding transaction behind a per-account advisory lock, so concurrent adds
+   * are counted one after the other and cannot pass the ceiling together.
+   */
+  private async checkEntryCeiling(em: EntityManager, accountId: string): Promise<void> {
+    const max = this.limits.maxEntriesPerAccount;
+    if (max === undefined) return;
+    await em.execute('select pg_advisory_xact_lock(hashtext(?))', [`riskwatch:list-entries:${accountId}`]);
+    const [counted] = await em.execute<{ n: number; account_name: string | null }[]>(
+      `select count(*)::int as n, (select name from accounts where id = ?) as account_name
+         from list_entries where account_id = ?`,
+      [accountId, accountId],
+    );
+    const n = counted?.n ?? 0;
+    if (n >= max)
+      throw new AppError(
+        'limit_exceeded',
+        `Account ${counted?.account_name ?? accountId} already has ${n} entries on its deny and allow lists; ` +
+          `the limit is ${max} (lists.max_entries_per_account / RISKWATCH_MAX_LIST_ENTRIES_PER_ACCOUNT). ` +
+          'Remove entries to add others.',
+      );
   }
 
   /** Removes an entry of this account's list; another account's entry (or another list's) is not found. */

@@ -33,6 +33,16 @@ const cron = z.string().regex(/^\S+( \S+){4,5}$/, 'expected a cron expression of
 
 /** A node provider URL. Its path or query often carries an API key: messages never quote the value. */
 const rpcUrl = z.url({ protocol: /^https?$/, error: 'expected an http(s):// URL' });
+/** localhost, 127.0.0.0/8 or [::1]: traffic that never leaves the machine. */
+export function isLoopbackUrl(url: string): boolean {
+  let host: string;
+  try {
+    host = new URL(url).hostname;
+  } catch {
+    return false;
+  }
+  return host === 'localhost' || host === '[::1]' || /^127(\.\d{1,3}){3}$/.test(host);
+}
 const name = z.string().regex(/^[a-z0-9][a-z0-9-]*$/, 'expected lower-case letters, digits and dashes');
 
 /** One network's providers; every tuning key falls back to `chains.defaults`. */
@@ -57,7 +67,10 @@ const chainsSchema = z.object({
     concurrency: int(1, 1024),
     batch_max: int(1, 1000),
     circuit_failures: int(1, 1000),
+    circuit_cooldown_min_ms: int(50, 3600000),
     circuit_cooldown_ms: int(100, 3600000),
+    max_response_mib: int(1, 1024),
+    retry_after_max_ms: int(0, 3600000),
   }),
   networks: z.record(name, z.record(name, networkSettings)),
 });
@@ -109,6 +122,8 @@ const schema = z
         'each agent key needs 16+ characters',
       ),
       api_key_cache_ms: int(0, 5000),
+      unknown_key_cache_ms: int(0, 60000),
+      max_api_keys_per_account: int(1, 100_000),
       jwt: z.object({
         algorithms: csv.pipe(
           z
@@ -123,14 +138,26 @@ const schema = z
         audience: z.string(),
         secret: z.string(),
         public_key: z.string(),
-        jwks_url: z.union([z.literal(''), z.url({ protocol: /^https?$/ })]),
+        jwks_url: z.union([
+          z.literal(''),
+          z
+            .url({ protocol: /^https?$/ })
+            .refine(
+              (url) => url.startsWith('https:') || isLoopbackUrl(url),
+              'expected an https:// URL (plain http:// only on loopback)',
+            ),
+        ]),
+        jwks_refresh_s: int(10, 86400),
+        jwks_min_refresh_s: int(1, 3600),
         clock_tolerance_s: int(0, 300),
+        max_age_s: int(0, 31_536_000),
         account_claim: z.string().min(1),
         roles_claim: z.string().min(1),
         key_admin_role: z.string().min(1),
       }),
     }),
     rate_limit: z.object({ default_per_min: int(1, 1_000_000) }),
+    lists: z.object({ max_entries_per_account: int(1, 10_000_000) }),
     usage: z.object({ retention_days: int(1, 3650) }),
     scheduler: z.object({ impact_refresh_cron: cron, usage_prune_cron: cron }),
     impact: z.object({ reload_ms: int(250, 600000) }),
@@ -238,17 +265,23 @@ export const ENV_VARS: Readonly<Record<string, string>> = {
   LOG_LEVEL: 'log.level',
   AGENT_KEYS: 'auth.agent_keys',
   RISKWATCH_API_KEY_CACHE_MS: 'auth.api_key_cache_ms',
+  RISKWATCH_UNKNOWN_KEY_CACHE_MS: 'auth.unknown_key_cache_ms',
+  RISKWATCH_MAX_API_KEYS_PER_ACCOUNT: 'auth.max_api_keys_per_account',
   JWT_ALGORITHMS: 'auth.jwt.algorithms',
   JWT_ISSUER: 'auth.jwt.issuer',
   JWT_AUDIENCE: 'auth.jwt.audience',
   JWT_SECRET: 'auth.jwt.secret',
   JWT_PUBLIC_KEY: 'auth.jwt.public_key',
   JWT_JWKS_URL: 'auth.jwt.jwks_url',
+  JWT_JWKS_REFRESH_S: 'auth.jwt.jwks_refresh_s',
+  JWT_JWKS_MIN_REFRESH_S: 'auth.jwt.jwks_min_refresh_s',
+  JWT_MAX_AGE_S: 'auth.jwt.max_age_s',
   JWT_CLOCK_TOLERANCE_S: 'auth.jwt.clock_tolerance_s',
   JWT_ACCOUNT_CLAIM: 'auth.jwt.account_claim',
   JWT_ROLES_CLAIM: 'auth.jwt.roles_claim',
   JWT_KEY_ADMIN_ROLE: 'auth.jwt.key_admin_role',
   RISKWATCH_RATE_LIMIT_DEFAULT_PER_MIN: 'rate_limit.default_per_min',
+  RISKWATCH_MAX_LIST_ENTRIES_PER_ACCOUNT: 'lists.max_entries_per_account',
   RISKWATCH_USAGE_RETENTION_DAYS: 'usage.retention_days',
   RISKWATCH_IMPACT_REFRESH_CRON: 'scheduler.impact_refresh_cron',
   RISKWATCH_USAGE_PRUNE_CRON: 'scheduler.usage_prune_cron',
@@ -272,7 +305,10 @@ export const ENV_VARS: Readonly<Record<string, string>> = {
   RISKWATCH_RPC_CONCURRENCY: 'chains.defaults.concurrency',
   RISKWATCH_RPC_BATCH_MAX: 'chains.defaults.batch_max',
   RISKWATCH_RPC_CIRCUIT_FAILURES: 'chains.defaults.circuit_failures',
+  RISKWATCH_RPC_CIRCUIT_COOLDOWN_MIN_MS: 'chains.defaults.circuit_cooldown_min_ms',
   RISKWATCH_RPC_CIRCUIT_COOLDOWN_MS: 'chains.defaults.circuit_cooldown_ms',
+  RISKWATCH_RPC_MAX_RESPONSE_MIB: 'chains.defaults.max_response_mib',
+  RISKWATCH_RPC_RETRY_AFTER_MAX_MS: 'chains.defaults.retry_after_max_ms',
   ...Object.fromEntries(
     BUILT_IN_NETWORKS.map((n) => [
       rpcEnvName(n.chain, n.network),

@@ -18,6 +18,7 @@ export type ErrorCode =
   | 'payload_too_large'
   | 'unsupported_media_type'
   | 'conflict'
+  | 'limit_exceeded'
   | 'not_a_mint'
   | 'rate_limited'
   | 'provider_unavailable'

@@ -12,6 +12,10 @@ export interface UsageEntry {
   endpoint: string;
   status: number;
   latency_ms: number;
+  /**
+   * The id the response carried (X-Request-Id): the client's own when it sent a well-formed one, the id the
+   * customer knows. Log lines show the server-minted id beside it (`request_id` + `client_request_id`).
+   */
   request_id: string;
   at: string;
 }

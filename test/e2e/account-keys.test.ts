@@ -10,7 +10,7 @@ import {
   type Customer,
 } from '../support/auth-helpers.js';
 import { KEY_ADMIN_ROLE, testIdentityProvider } from '../support/jwt.js';
-import { prepareEnv, type RunningService, type TestEnv } from '../support/service.js';
+import { cli, prepareEnv, type RunningService, type TestEnv } from '../support/service.js';
 
 interface KeyView {
   id: string;
@@ -23,6 +23,14 @@ interface KeyView {
   status: 'active' | 'expired' | 'revoked';
 }
 type CreatedKeyView = KeyView & { key: string };
+interface KeyPage {
+  data: KeyView[];
+  next_cursor: string | null;
+}
+
+/** Newest first: created_at descending, then id descending (the API's stable order). */
+const newestFirst = (a: { created_at: string; id: string }, b: { created_at: string; id: string }) =>
+  b.created_at.localeCompare(a.created_at) || b.id.localeCompare(a.id);
 
 /**
  * Self-service API keys over HTTP (API.md "Beyond the seed"): `POST|GET /api/account/api-keys`,
@@ -56,7 +64,25 @@ describe('self-service API keys (built service over HTTP)', () => {
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify(body),
     });
-  const list = async (token: string) => (await expectJson<{ data: KeyView[] }>(await api(token), 200)).data;
+  const list = async (token: string) =>
+    (await expectJson<KeyPage>(await api(token, '?limit=1000'), 200)).data;
+  const keyPage = async (token: string, query: Record<string, string>) =>
+    expectJson<KeyPage>(await api(token, `?${new URLSearchParams(query).toString()}`), 200);
+  /** Every key of the token's account, page by page with `limit`; also how many pages it took. */
+  const walk = async (token: string, limit: number, between?: () => Promise<void>) => {
+    const seen: KeyView[] = [];
+    let cursor: string | null = null;
+    let pages = 0;
+    do {
+      const body: KeyPage = await keyPage(token, { limit: String(limit), ...(cursor ? { cursor } : {}) });
+      expect(body.data.length).toBeLessThanOrEqual(limit);
+      seen.push(...body.data);
+      cursor = body.next_cursor;
+      pages += 1;
+      if (pages === 1 && between) await between();
+    } while (cursor && pages < 100);
+    return { seen, pages };
+  };
   const createOk = async (token: string, body: unknown) => {
     const created = await expectJson<CreatedKeyView>(await create(token, body), 201);
     remember(created.key);
@@ -294,6 +320,135 @@ describe('self-service API keys (built service over HTTP)', () => {
       const listed = (await list(acmeToken)).find((k) => k.id === acme.key.id);
       expect(listed).toMatchObject({ status: 'active' });
     });
+  });
+
+  describe('GET /api/account/api-keys pagination', () => {
+    let hooliToken: string;
+    /** Every key of hooli, in the order the API must list them. */
+    let expected: KeyView[];
+
+    beforeAll(async () => {
+      const hooli = await db.customer('hooli');
+      hooliToken = remember(idp.sign({ org_id: 'hooli', sub: 'hank', roles: [KEY_ADMIN_ROLE] }));
+      // Created together: several share a millisecond, so the order must fall back to the id.
+      const created = await Promise.all(
+        Array.from({ length: 10 }, (_, i) =>
+          db.accounts.createKey(hooli.account.id, { name: `k${i}`, createdBy: 'test' }),
+        ),
+      );
+      const first = (await list(hooliToken)).find((k) => k.id === hooli.key.id)!;
+      expected = [first, ...created.map((c) => c.view)].sort(newestFirst);
+    });
+
+    it('pages newest first with limit and next_cursor: every key exactly once, the last page null', async () => {
+      const { seen, pages } = await walk(hooliToken, 3);
+      expect(pages).toBe(4);
+      expect(seen.map((k) => k.id)).toEqual(expected.map((k) => k.id));
+      expect(new Set(seen.map((k) => k.id)).size).toBe(11);
+      expect(seen).toEqual(expected);
+      for (const limit of [1, 5, 11]) {
+        const again = await walk(hooliToken, limit);
+        expect(again.seen.map((k) => k.id)).toEqual(expected.map((k) => k.id));
+        expect(again.pages).toBe(Math.ceil(11 / limit));
+      }
+    });
+
+    it('defaults to 100 per page: one page, next_cursor null', async () => {
+      const body = await expectJson<KeyPage>(await api(hooliToken), 200);
+      expect(body).toEqual({ data: expected, next_cursor: null });
+    });
+
+    it('is stable while keys are created mid-walk: the walk lists the keys that existed, once each', async () => {
+      let added: CreatedKeyView | undefined;
+      const { seen } = await walk(hooliToken, 4, async () => {
+        added = await createOk(hooliToken, { name: 'mid-walk' });
+      });
+      expect(added).toBeDefined();
+      expect(seen.map((k) => k.id)).toEqual(expected.map((k) => k.id));
+      expect((await list(hooliToken))[0]?.id).toBe(added!.id);
+    });
+
+    it.each([
+      ['limit=0', 'query.limit'],
+      ['limit=1001', 'query.limit'],
+      ['limit=ten', 'query.limit'],
+      ['cursor=not-a-cursor', 'query.cursor'],
+      [
+        // A well-formed cursor of another list (list entries): not one this endpoint returned.
+        `cursor=${Buffer.from(
+          JSON.stringify({ at: '2026-11-22T10:11:12.345Z', id: 'lst_0123456789abcdef0123456789ab' }),
+        ).toString('base64url')}`,
+        'query.cursor',
+      ],
+      ['unknown=1', ''],
+    ])('refuses %s (400 invalid_request)', async (query, field) => {
+      const problem = await expectProblem(await api(hooliToken, `?${query}`), 400, 'invalid_request');
+      expect(problem.errors?.length).toBeGreaterThan(0);
+      if (field) expect(problem.errors?.map((e) => e.path)).toContain(field);
+    });
+  });
+
+  describe('ceiling of active keys per account (a service with RISKWATCH_MAX_API_KEYS_PER_ACCOUNT=3)', () => {
+    let limited: RunningService;
+    let limitedEnv: Record<string, string>;
+    let umbrellaToken: string;
+    const createLimited = (body: unknown) =>
+      fetch(`${limited.baseUrl}/api/account/api-keys`, {
+        method: 'POST',
+        headers: { ...bearer(umbrellaToken), 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+    const ceilingDetail =
+      'Account umbrella already has 3 active API keys; the limit is 3 ' +
+      '(auth.max_api_keys_per_account / RISKWATCH_MAX_API_KEYS_PER_ACCOUNT). Revoke a key to create another.';
+
+    beforeAll(async () => {
+      limitedEnv = { ...testEnv.env, RISKWATCH_MAX_API_KEYS_PER_ACCOUNT: '3' };
+      const umbrella = await db.customer('umbrella'); // one active key already
+      remember(umbrella.key.key);
+      umbrellaToken = remember(idp.sign({ org_id: 'umbrella', sub: 'ursula', roles: [KEY_ADMIN_ROLE] }));
+      limited = await startServiceRetrying(limitedEnv);
+    }, 60_000);
+
+    afterAll(async () => {
+      await limited?.stop();
+    });
+
+    it('creates keys up to the ceiling, then answers 409 limit_exceeded naming the limit and its value', async () => {
+      for (const name of ['second', 'third'])
+        remember((await expectJson<CreatedKeyView>(await createLimited({ name }), 201)).key);
+      const problem = await expectProblem(await createLimited({ name: 'fourth' }), 409, 'limit_exceeded');
+      expect(problem.title).toBe('Account limit reached');
+      expect(problem.detail).toBe(ceilingDetail);
+      expect((await list(umbrellaToken)).map((k) => k.name)).not.toContain('fourth');
+    });
+
+    it('riskwatch keys create enforces the same ceiling', async () => {
+      const failure = await cli(limitedEnv, ['keys', 'create', 'umbrella', '--name', 'from-cli']).then(
+        () => new Error('expected the CLI to fail'),
+        (err: Error) => err,
+      );
+      expect(failure.message).toContain(`riskwatch: limit_exceeded: ${ceilingDetail}`);
+      expect((await list(umbrellaToken)).map((k) => k.name)).not.toContain('from-cli');
+    });
+
+    it('counts active keys only: revoking one lets a new one be created (HTTP and CLI)', async () => {
+      const [newest, previous] = await list(umbrellaToken);
+      await expectJson(await api(umbrellaToken, `/${newest!.id}`, { method: 'DELETE' }), 200);
+      remember((await expectJson<CreatedKeyView>(await createLimited({ name: 'after revoke' }), 201)).key);
+      await expectProblem(await createLimited({ name: 'over again' }), 409, 'limit_exceeded');
+
+      await expectJson(await api(umbrellaToken, `/${previous!.id}`, { method: 'DELETE' }), 200);
+      const fromCli = JSON.parse(
+        await cli(limitedEnv, ['keys', 'create', 'umbrella', '--name', 'cli after revoke']),
+      ) as CreatedKeyView;
+      remember(fromCli.key);
+      expect(fromCli).toMatchObject({ name: 'cli after revoke', status: 'active' });
+
+      const keys = await list(umbrellaToken);
+      expect(keys.filter((k) => k.status === 'active')).toHaveLength(3);
+      expect(keys.filter((k) => k.status === 'revoked')).toHaveLength(2);
+    }, 30_000);
   });
 
   describe('secrets never logged', () => {

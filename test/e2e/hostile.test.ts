@@ -1,15 +1,16 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createCustomer, type TestKey } from '../support/customers.js';
 import { testIdentityProvider, KEY_ADMIN_ROLE } from '../support/jwt.js';
+import { prototypeKeyCases, UNREACHABLE_RPC_ENV } from '../support/prototype-keys.js';
 import { rawRequest, type RawResponse } from '../support/raw-http.js';
 import { prepareEnv, startService, type RunningService } from '../support/service.js';
 
 /**
- * 1,000 malformed or hostile requests against a running `all` service: never a 5xx, never a crash, every
+ * 2,000 malformed or hostile requests against a running `all` service: never a 5xx, never a crash, every
  * error a problem document with a `code` and the response's request id.
  */
 
-const TOTAL = 1000;
+const TOTAL = 2000;
 const CONCURRENCY = 8;
 const AGENT_KEY = 'agent-key-hostile-0123456789';
 const GENERATED_ID = /^req_[0-9a-f]{28}$/;
@@ -474,6 +475,20 @@ function buildCases(): Case[] {
   ];
   for (const [name, bytes] of rawCases)
     cases.push({ name: `raw ${name}`, raw: Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes, 'latin1') });
+
+  // Object.prototype's names (`constructor`, `__proto__`…) wherever a free string is used as a key.
+  for (const p of prototypeKeyCases())
+    cases.push({
+      name: `prototype key: ${p.name}`,
+      method: p.method,
+      path: p.path,
+      ...(p.body
+        ? { headers: [['Content-Type', 'application/json']], body: JSON.stringify(p.body) }
+        : {}),
+      auth: [p.auth],
+      status: p.status,
+      ...(p.code ? { code: p.code } : {}),
+    });
   return cases;
 }
 
@@ -533,7 +548,7 @@ function judge(c: Case, method: string, res: RawResponse): string[] {
   return problems;
 }
 
-describe('1,000 malformed or hostile requests', () => {
+describe('2,000 malformed or hostile requests', () => {
   let env: Record<string, string>;
   let dropDatabase: () => Promise<void>;
   let svc: RunningService;
@@ -542,7 +557,7 @@ describe('1,000 malformed or hostile requests', () => {
 
   beforeAll(async () => {
     const idp = testIdentityProvider();
-    ({ env, dropDatabase } = await prepareEnv({ ...idp.env, AGENT_KEYS: AGENT_KEY }));
+    ({ env, dropDatabase } = await prepareEnv({ ...idp.env, ...UNREACHABLE_RPC_ENV, AGENT_KEYS: AGENT_KEY }));
     key = (await createCustomer(env, 'hostile', ['k'], { rateLimitPerMin: 100_000 })).keys.k!;
     jwt = idp.sign({ org_id: 'hostile', roles: [KEY_ADMIN_ROLE], sub: 'attacker' }, { expiresIn: '1h' });
     svc = await startService(env, 'all');

@@ -464,6 +464,68 @@ describe('sanctions import and organisation lists (built service over HTTP)', ()
     });
   });
 
+  describe('ceiling of entries per account (a service with RISKWATCH_MAX_LIST_ENTRIES_PER_ACCOUNT=3)', () => {
+    let limited: RunningService;
+    let umbrella: Customer;
+    let wayne: Customer;
+    const addLimited = (list: string, body: unknown, customer = umbrella) =>
+      fetch(`${limited.baseUrl}/api/v1/lists/${list}/entries`, {
+        method: 'POST',
+        headers: { 'x-api-key': customer.key.key, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+    const ceilingDetail =
+      'Account umbrella already has 3 entries on its deny and allow lists; the limit is 3 ' +
+      '(lists.max_entries_per_account / RISKWATCH_MAX_LIST_ENTRIES_PER_ACCOUNT). Remove entries to add others.';
+
+    beforeAll(async () => {
+      [umbrella, wayne] = await Promise.all([db.customer('umbrella'), db.customer('wayne')]);
+      limited = await startServiceRetrying({ ...testEnv.env, RISKWATCH_MAX_LIST_ENTRIES_PER_ACCOUNT: '3' });
+    }, 60_000);
+
+    afterAll(async () => {
+      await limited?.stop();
+    });
+
+    it('counts the deny and allow lists together: past 3 entries either list answers 409 limit_exceeded', async () => {
+      await expectJson(await addLimited('deny', { target: evmAddress() }), 201);
+      await expectJson(await addLimited('deny', { target: evmAddress(), chain: 'base' }), 201);
+      await expectJson(await addLimited('allow', { target: SOLANA }), 201);
+      for (const list of ['deny', 'allow']) {
+        const problem = await expectProblem(
+          await addLimited(list, { target: evmAddress() }),
+          409,
+          'limit_exceeded',
+        );
+        expect(problem.title).toBe('Account limit reached');
+        expect(problem.detail).toBe(ceilingDetail);
+      }
+      expect((await page(umbrella, 'deny')).data).toHaveLength(2);
+      expect((await page(umbrella, 'allow')).data).toHaveLength(1);
+    });
+
+    it('removing an entry lets a new one be added', async () => {
+      const [entry] = (await page(umbrella, 'deny')).data;
+      await expectJson(await remove(umbrella, 'deny', entry!.id), 200);
+      const added = await expectJson<EntryView>(await addLimited('allow', { target: evmAddress() }), 201);
+      expect(added.created_by).toBe(`api_key:${umbrella.key.id}`);
+      await expectProblem(await addLimited('deny', { target: evmAddress() }), 409, 'limit_exceeded');
+    });
+
+    it('is per account: another account adds while this one is full; one already past a lowered ceiling keeps its entries but adds none', async () => {
+      await expectJson(await addLimited('deny', { target: evmAddress() }, wayne), 201);
+      const acmeEntries = (await page(acme, 'deny', { limit: '1000' })).data.length;
+      expect(acmeEntries).toBeGreaterThan(3);
+      const problem = await expectProblem(
+        await addLimited('deny', { target: evmAddress() }, acme),
+        409,
+        'limit_exceeded',
+      );
+      expect(problem.detail).toMatch(/^Account acme already has \d+ entries .* the limit is 3 /);
+      expect((await page(acme, 'deny', { limit: '1000' })).data).toHaveLength(acmeEntries);
+    });
+  });
+
   describe('usage', () => {
     it('records the list calls in the account’s usage history, by route template', async () => {
       const endpoint = '/api/v1/lists/{list}/entries';

@@ -1,5 +1,8 @@
 import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { gzipSync } from 'node:zlib';
 
 /**
  * A tiny JSON-RPC 2.0 HTTP server on 127.0.0.1 for the provider-layer tests: real sockets, real HTTP,
@@ -33,6 +36,8 @@ export type StubReply =
       headers?: Record<string, string>;
       /** Raw body text; default: the JSON-RPC answers of the calls. */
       body?: string;
+      /** A body streamed chunk by chunk with backpressure, until done or the client hangs up. */
+      chunks?: Iterable<Uint8Array>;
       delayMs?: number;
     };
 
@@ -163,10 +168,37 @@ export class JsonRpcStub {
     if (reply && 'hang' in reply) return; // the socket stays open until the client gives up or close()
     const delay = reply?.delayMs ?? this.delayMs;
     if (delay > 0) await new Promise((r) => setTimeout(r, delay));
+    if (reply?.chunks) {
+      res.writeHead(reply.status ?? 200, { 'content-type': 'application/json', ...reply.headers });
+      // The client closing the connection mid-body is the expected end of an oversized answer.
+      await pipeline(Readable.from(reply.chunks), res).catch(() => undefined);
+      finish();
+      return;
+    }
     const body =
       reply?.body ??
       toJson(batch ? calls.map((c) => this.answer(c)) : calls[0] ? this.answer(calls[0]) : null);
     res.writeHead(reply?.status ?? 200, { 'content-type': 'application/json', ...reply?.headers });
     res.end(body, finish);
   }
+}
+
+/**
+ * An endless-looking JSON-RPC answer of `totalBytes` (a string result of `x`s), in 1 MiB chunks made on
+ * demand: a broken or hostile provider's oversized body, costing the stub no memory.
+ */
+export function* oversizedAnswer(totalBytes: number): Generator<Uint8Array> {
+  const chunk = Buffer.alloc(1024 * 1024, 'x');
+  yield Buffer.from('{"jsonrpc":"2.0","id":1,"result":"');
+  for (let sent = 0; sent < totalBytes; sent += chunk.length) yield chunk;
+  yield Buffer.from('"}');
+}
+
+/**
+ * A gzip bomb: `inflatedMiB` MiB of `x` once inflated, sent as concatenated gzip members of 1 MiB each
+ * (about 1 KiB apiece on the wire). Send with `content-encoding: gzip`.
+ */
+export function gzipBomb(inflatedMiB: number): Uint8Array[] {
+  const member = gzipSync(Buffer.alloc(1024 * 1024, 'x'), { level: 9 });
+  return [gzipSync('{"jsonrpc":"2.0","id":1,"result":"'), ...Array<Buffer>(inflatedMiB).fill(member)];
 }

@@ -17,7 +17,11 @@ export const TEST_TUNING: ProviderTuning = {
   concurrency: 8,
   batchMax: 50,
   circuitFailures: 10,
+  // min ≥ max: a fixed cool-down of circuitCooldownMs, unless a test sets both.
+  circuitCooldownMinMs: 1000,
   circuitCooldownMs: 1000,
+  maxResponseBytes: 32 * 1024 * 1024,
+  retryAfterMaxMs: 60_000,
 };
 
 /** A fresh EVM client (own circuit breaker, nothing in flight) for one URL, as the service builds it. */

@@ -7,7 +7,7 @@ import { JsonRpcClient, RpcError, type JsonRpcClientOptions } from '../../src/ch
 import { SOLANA_METHODS } from '../../src/chains/solana.js';
 import { AppError } from '../../src/platform/errors.js';
 import { REDIS_URL, testRedisPrefix } from '../support/env.js';
-import { JsonRpcStub, StubRpcError, toJson } from '../support/jsonrpc-stub.js';
+import { gzipBomb, JsonRpcStub, oversizedAnswer, StubRpcError, toJson } from '../support/jsonrpc-stub.js';
 
 const TUNING = {
   deadlineMs: 3000,
@@ -19,7 +19,11 @@ const TUNING = {
   concurrency: 16,
   batchMax: 50,
   circuitFailures: 100,
+  // min ≥ max: a fixed cool-down of circuitCooldownMs, unless a test sets both.
+  circuitCooldownMinMs: 1000,
   circuitCooldownMs: 1000,
+  maxResponseBytes: 32 * 1024 * 1024,
+  retryAfterMaxMs: 60_000,
 };
 
 function client(urls: string[], over: Partial<JsonRpcClientOptions> = {}): JsonRpcClient {
@@ -360,6 +364,141 @@ describe('JsonRpcClient limits', () => {
       for (const key of keys) expect(key).not.toContain('127.0.0.1');
     });
   });
+});
+
+describe('JsonRpcClient against hostile providers', () => {
+  const MIB = 1024 * 1024;
+
+  it.each([
+    ['a plain body', () => ({ chunks: oversizedAnswer(400 * MIB) })],
+    ['a gzip bomb', () => ({ chunks: gzipBomb(400), headers: { 'content-encoding': 'gzip' } })],
+  ])('stops reading %s past max_response_bytes (decoded) and fails the attempt', async (_name, reply) => {
+    const s = await stub();
+    s.reply = reply;
+    const registry = new Registry();
+    const c = client([s.url()], { maxResponseBytes: 4 * MIB, metrics: registry });
+    const err = expectUnavailable(await rejection(c.call('getSlot')));
+    expect(err.message).toMatch(/exceeded 4194304 bytes/);
+    // The same request would get the same answer: no retry on the one URL.
+    expect(s.requests).toHaveLength(1);
+    expect(await registry.metrics()).toContain(
+      'riskwatch_rpc_calls_total{provider="solana/mainnet#0",method="getSlot",outcome="too_large"} 1',
+    );
+  });
+
+  it('fails over to the next URL after an oversized answer', async () => {
+    const big = await stub();
+    big.reply = () => ({ chunks: oversizedAnswer(64 * MIB) });
+    const good = await stub();
+    await expect(client([big.url(), good.url()], { maxResponseBytes: MIB }).call('getSlot')).resolves.toBe(
+      4242,
+    );
+  });
+
+  it('reads an answer just under the cap', async () => {
+    const s = await stub();
+    const result = 'y'.repeat(MIB - 100);
+    s.reply = () => ({ body: JSON.stringify({ jsonrpc: '2.0', id: s.calls.at(-1)!.id, result }) });
+    await expect(client([s.url()], { maxResponseBytes: MIB }).call('getSlot')).resolves.toBe(result);
+  });
+
+  it('never follows a redirect', async () => {
+    const elsewhere = await stub();
+    const s = await stub();
+    s.reply = () => ({ status: 307, headers: { location: elsewhere.url() } });
+    const registry = new Registry();
+    const err = expectUnavailable(
+      await rejection(client([s.url()], { retries: 0, metrics: registry }).call('getSlot')),
+    );
+    expect(err.message).toMatch(/redirect/);
+    expect(elsewhere.requests).toHaveLength(0);
+    expect(await registry.metrics()).toContain('outcome="http_3xx"} 1');
+  });
+
+  it('caps a Retry-After: one 429 asking for a year idles the URL for retry_after_max_ms only', async () => {
+    const s = await stub();
+    s.reply = (req) =>
+      req.index === 0 ? { status: 429, headers: { 'retry-after': '31536000' } } : undefined;
+    const c = client([s.url()], { retryAfterMaxMs: 300, deadlineMs: 2000 });
+    const started = Date.now();
+    await expect(c.call('getSlot')).resolves.toBe(4242);
+    expect(s.requests).toHaveLength(2);
+    expect(s.requests[1]!.at - s.requests[0]!.at).toBeGreaterThanOrEqual(290);
+    expect(Date.now() - started).toBeLessThan(1500);
+  });
+
+  it('probes an open circuit after a short cool-down that doubles while the probe fails, up to the max', async () => {
+    const s = await stub();
+    s.reply = () => ({ status: 500 });
+    const c = client([s.url()], {
+      retries: 0,
+      circuitFailures: 1,
+      circuitCooldownMinMs: 100,
+      circuitCooldownMs: 400,
+    });
+    // Calls every 10 ms; only the probes reach the provider, and their spacing is the cool-down.
+    const until = Date.now() + 1900;
+    while (Date.now() < until) {
+      await rejection(c.call('getSlot'));
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    const gaps = s.requests.slice(1).map((r, i) => r.at - s.requests[i]!.at);
+    expect(gaps.length).toBeGreaterThanOrEqual(5);
+    const [g1, g2, g3, ...rest] = gaps;
+    expect(g1).toBeGreaterThanOrEqual(100);
+    expect(g1).toBeLessThan(190);
+    expect(g2).toBeGreaterThanOrEqual(200);
+    expect(g2).toBeLessThan(350);
+    expect(g3).toBeGreaterThanOrEqual(400);
+    for (const g of rest) {
+      expect(g).toBeGreaterThanOrEqual(400);
+      expect(g).toBeLessThan(550);
+    }
+  });
+
+  it('answers again within the first cool-down of a recovery: the first success is the probe', async () => {
+    const s = await stub();
+    let down = true;
+    s.reply = () => (down ? { status: 503 } : undefined);
+    // The shipped defaults: first cool-down 250 ms doubling to 3 s.
+    const c = client([s.url()], {
+      retries: 0,
+      circuitFailures: 5,
+      circuitCooldownMinMs: 250,
+      circuitCooldownMs: 3000,
+    });
+    const outcomes: { at: number; ok: boolean }[] = [];
+    const send = async () => {
+      const ok = await c.call('getSlot').then(
+        () => true,
+        () => false,
+      );
+      outcomes.push({ at: Date.now(), ok });
+    };
+    // A 6 s outage under steady traffic (a call every 20 ms), then recovery.
+    let recoveredAt = Infinity;
+    setTimeout(() => {
+      down = false;
+      recoveredAt = Date.now();
+    }, 6000);
+    while (!outcomes.some((o) => o.ok)) {
+      await send();
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    const firstOk = outcomes.find((o) => o.ok)!;
+    const afterRecovery = s.requests.filter((r) => r.at >= recoveredAt);
+    // The provider was not hammered while down: a probe per cool-down, not a call per request.
+    const whileDown = s.requests.filter((r) => r.at < recoveredAt);
+    expect(whileDown.length).toBeLessThan(5 + 10);
+    expect(outcomes.length).toBeGreaterThan(200);
+    // The first request after recovery is the probe, and it is the first success.
+    expect(afterRecovery).toHaveLength(1);
+    expect(firstOk.at - recoveredAt).toBeLessThanOrEqual(3000 + 200);
+    expect(c.status()[0]!.circuit).toBe('closed');
+    console.log(
+      `provider recovery: first success ${firstOk.at - recoveredAt} ms after the provider recovered`,
+    );
+  }, 15_000);
 });
 
 describe('JsonRpcClient metrics and secrecy', () => {

@@ -96,7 +96,10 @@ describe('chains configuration', () => {
       concurrency: 16,
       batch_max: 50,
       circuit_failures: 5,
-      circuit_cooldown_ms: 15000,
+      circuit_cooldown_min_ms: 250,
+      circuit_cooldown_ms: 3000,
+      max_response_mib: 32,
+      retry_after_max_ms: 60000,
     });
     expect(ChainProviders.fromConfig(config.chains).configured).toEqual([]);
   });

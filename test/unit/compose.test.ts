@@ -7,6 +7,7 @@ import addFormatsModule from 'ajv-formats';
 import { parse as parseYaml } from 'yaml';
 import { describe, expect, it } from 'vitest';
 import { PROJECT_ROOT } from '../../src/platform/paths.js';
+import { createRedis } from '../../src/platform/redis.js';
 
 // ajv-formats is CommonJS with `exports.default`; under NodeNext the default import is the module object.
 const addFormats = addFormatsModule.default;
@@ -39,6 +40,9 @@ interface ComposeFile {
 
 const RISKWATCH_ROLES = ['migrate', 'api', 'worker', 'scheduler'] as const;
 
+/** What an operator must put in .env: compose has no default for either password. */
+const PASSWORDS = { POSTGRES_PASSWORD: '5f1c0a9e7d3b', REDIS_PASSWORD: '8e2d4c6a0b1f' };
+
 /**
  * Compose's own variable interpolation (`$$`, `$VAR`, `${VAR}`, `${VAR:-default}`, `${VAR-default}`,
  * `${VAR:?error}`), applied to values the way `docker compose config` does before validating.
@@ -62,10 +66,14 @@ function interpolate(value: unknown, env: Record<string, string | undefined>): u
   return value;
 }
 
-/** The file as Compose sees it: YAML merge keys (`<<: *anchor`) resolved, variables at their defaults. */
-function loadCompose(): ComposeFile {
-  const text = readFileSync(join(PROJECT_ROOT, 'docker-compose.yml'), 'utf8');
-  return interpolate(parseYaml(text, { merge: true }), {}) as ComposeFile;
+const composeText = () => readFileSync(join(PROJECT_ROOT, 'docker-compose.yml'), 'utf8');
+
+/**
+ * The file as Compose sees it: YAML merge keys (`<<: *anchor`) resolved, variables taken from `env` (the
+ * required passwords by default) or their defaults.
+ */
+function loadCompose(env: Record<string, string | undefined> = PASSWORDS): ComposeFile {
+  return interpolate(parseYaml(composeText(), { merge: true }), env) as ComposeFile;
 }
 
 /** This schema still carries draft-04 `id` annotations, which Ajv 8 rejects; they do not affect validation. */
@@ -160,10 +168,48 @@ describe('docker-compose.yml', () => {
     for (const role of RISKWATCH_ROLES) expect(service(role).environment).toEqual(env);
     expect(env).toMatchObject({
       DATABASE_URL: expect.stringMatching(/^postgres:\/\/.+@postgres:5432\//) as string,
-      REDIS_URL: 'redis://redis:6379',
+      REDIS_URL: expect.stringMatching(/^redis:\/\/.*@redis:6379$/) as string,
       PORT: '8080',
       METRICS_PORT: '9464',
     });
+  });
+
+  it('refuses to start without a PostgreSQL or a Redis password, saying how to set it', () => {
+    const { POSTGRES_PASSWORD, REDIS_PASSWORD } = PASSWORDS;
+    for (const env of [{ REDIS_PASSWORD }, { REDIS_PASSWORD, POSTGRES_PASSWORD: '' }])
+      expect(() => loadCompose(env)).toThrow(
+        /^POSTGRES_PASSWORD: set POSTGRES_PASSWORD in \.env.*openssl rand/,
+      );
+    for (const env of [{ POSTGRES_PASSWORD }, { POSTGRES_PASSWORD, REDIS_PASSWORD: '' }])
+      expect(() => loadCompose(env)).toThrow(/^REDIS_PASSWORD: set REDIS_PASSWORD in \.env.*openssl rand/);
+    // Every use of a password is required (`:?`), none falls back to a default.
+    const uses = [...composeText().matchAll(/\$\{?(\w*PASSWORD)(\W{0,2})/g)].map(
+      ([, name, op]) => `${name}${op}`,
+    );
+    expect(uses.length).toBeGreaterThanOrEqual(5);
+    expect(new Set(uses)).toEqual(new Set(['POSTGRES_PASSWORD:?', 'REDIS_PASSWORD:?']));
+  });
+
+  it('gives PostgreSQL the password that DATABASE_URL carries', () => {
+    expect(service('postgres').environment?.POSTGRES_PASSWORD).toBe(PASSWORDS.POSTGRES_PASSWORD);
+    for (const role of RISKWATCH_ROLES) {
+      const url = new URL(service(role).environment?.DATABASE_URL ?? '');
+      expect([url.username, url.password]).toEqual(['riskwatch', PASSWORDS.POSTGRES_PASSWORD]);
+    }
+  });
+
+  it('makes Redis require a password, which REDIS_URL carries to the riskwatch client', () => {
+    const args = command('redis');
+    expect(args[args.indexOf('--requirepass') + 1]).toBe(PASSWORDS.REDIS_PASSWORD);
+    for (const role of RISKWATCH_ROLES)
+      expect(service(role).environment?.REDIS_URL).toBe(`redis://:${PASSWORDS.REDIS_PASSWORD}@redis:6379`);
+    // The client riskwatch builds from that URL authenticates with it.
+    const client = createRedis(service('api').environment?.REDIS_URL ?? '', { lazyConnect: true });
+    try {
+      expect(client.options).toMatchObject({ host: 'redis', port: 6379, password: PASSWORDS.REDIS_PASSWORD });
+    } finally {
+      client.disconnect();
+    }
   });
 
   it('migrates once PostgreSQL is healthy', () => {
@@ -182,7 +228,9 @@ describe('docker-compose.yml', () => {
 
   it('health-checks the stores and the long-running roles', () => {
     expect(service('postgres').healthcheck?.test).toContain('pg_isready');
-    expect(service('redis').healthcheck?.test).toEqual(['CMD', 'redis-cli', 'ping']);
+    // redis-cli takes the password from REDISCLI_AUTH, and exits 0 even on NOAUTH: only PONG is healthy.
+    expect(service('redis').environment).toEqual({ REDISCLI_AUTH: PASSWORDS.REDIS_PASSWORD });
+    expect(service('redis').healthcheck?.test).toEqual(['CMD-SHELL', 'redis-cli ping | grep -qx PONG']);
     expect(service('api').healthcheck?.test?.at(-1)).toContain('/healthz');
     for (const role of ['worker', 'scheduler'])
       expect(service(role).healthcheck?.test?.at(-1)).toContain(':9464/metrics');
@@ -194,10 +242,18 @@ describe('docker-compose.yml', () => {
     expect(args.join(' ')).toContain('--maxmemory-policy noeviction');
   });
 
-  it('publishes the API port, not the metrics port', () => {
-    expect(service('api').ports).toEqual(['8080:8080']);
+  it('publishes the API port on 127.0.0.1 only, unless the operator opens it', () => {
+    expect(service('api').ports).toEqual(['127.0.0.1:8080:8080']);
+    const opened = loadCompose({ ...PASSWORDS, RISKWATCH_BIND: '0.0.0.0', RISKWATCH_PORT: '80' });
+    expect(opened.services.api?.ports).toEqual(['0.0.0.0:80:8080']);
+    for (const [name, { ports = [] }] of Object.entries(services))
+      for (const port of ports) expect(port, name).toMatch(/^127\.0\.0\.1:/);
+  });
+
+  it('publishes neither the metrics port nor Prometheus', () => {
     for (const role of RISKWATCH_ROLES)
       expect((service(role).ports ?? []).some((p) => p.endsWith(':9464'))).toBe(false);
+    expect(service('prometheus').ports).toBeUndefined();
   });
 
   it('keeps data in named volumes', () => {

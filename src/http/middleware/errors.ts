@@ -3,15 +3,16 @@ import { ConnectionException } from '@mikro-orm/core';
 import { AppError, type ErrorCode } from '../../platform/errors.js';
 import type { Logger } from '../../platform/logger.js';
 import { writeProblem } from '../problem.js';
+import { requestLogFields } from './request-id.js';
 
-const HTTP_STATUS_CODES: Record<number, ErrorCode> = {
-  400: 'invalid_request',
-  404: 'not_found',
-  405: 'method_not_allowed',
-  413: 'payload_too_large',
-  415: 'unsupported_media_type',
-  501: 'method_not_allowed',
-};
+const HTTP_STATUS_CODES = new Map<number, ErrorCode>([
+  [400, 'invalid_request'],
+  [404, 'not_found'],
+  [405, 'method_not_allowed'],
+  [413, 'payload_too_large'],
+  [415, 'unsupported_media_type'],
+  [501, 'method_not_allowed'],
+]);
 
 /** Redis or PostgreSQL unreachable: the caller gets 503 dependency_unavailable, not 500. */
 export function isDependencyFailure(err: unknown): boolean {
@@ -52,7 +53,7 @@ export function errorMiddleware(logger: Logger) {
         return;
       }
       const status = (err as { status?: number }).status;
-      const mapped = typeof status === 'number' ? HTTP_STATUS_CODES[status] : undefined;
+      const mapped = typeof status === 'number' ? HTTP_STATUS_CODES.get(status) : undefined;
       if (mapped === 'method_not_allowed') {
         // koa-router's 501 for a method it does not implement (PROPFIND, TRACE…) carries no Allow: list the
         // path's methods; a path with none is simply not found.
@@ -73,15 +74,12 @@ export function errorMiddleware(logger: Logger) {
         return;
       }
       if (isDependencyFailure(err)) {
-        logger.warn(
-          { err: { message: (err as Error).message }, request_id: ctx.state.requestId },
-          'dependency unavailable',
-        );
+        logger.warn({ err: { message: (err as Error).message }, ...requestLogFields(ctx) }, 'dependency unavailable');
         writeProblem(ctx, 'dependency_unavailable', 'A service dependency is unavailable; retry shortly.');
         ctx.set('Retry-After', '5');
         return;
       }
-      logger.error({ err, request_id: ctx.state.requestId, route: ctx.state.route }, 'unhandled error');
+      logger.error({ err, ...requestLogFields(ctx), route: ctx.state.route }, 'unhandled error');
       writeProblem(ctx, 'internal_error', 'An internal error occurred.');
     }
   };

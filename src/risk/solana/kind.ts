@@ -28,13 +28,14 @@ export type TokenProgramName = 'token' | 'token-2022';
 /** Which loader owns (and so runs) a program: decides whether and how it can be upgraded. */
 export type SolanaLoader = 'bpf-upgradeable' | 'bpf-loader-v2' | 'bpf-loader-v1' | 'loader-v4' | 'native';
 
-export const LOADERS: Readonly<Record<string, SolanaLoader>> = {
-  [BPF_LOADER_UPGRADEABLE]: 'bpf-upgradeable',
-  [BPF_LOADER_V2]: 'bpf-loader-v2',
-  [BPF_LOADER_V1]: 'bpf-loader-v1',
-  [LOADER_V4]: 'loader-v4',
-  [NATIVE_LOADER]: 'native',
-};
+/** By owner program id. A Map: the owner is the node's answer, and `constructor` must not name a loader. */
+export const LOADERS: ReadonlyMap<string, SolanaLoader> = new Map<string, SolanaLoader>([
+  [BPF_LOADER_UPGRADEABLE, 'bpf-upgradeable'],
+  [BPF_LOADER_V2, 'bpf-loader-v2'],
+  [BPF_LOADER_V1, 'bpf-loader-v1'],
+  [LOADER_V4, 'loader-v4'],
+  [NATIVE_LOADER, 'native'],
+]);
 
 export const tokenProgramName = (owner: string): TokenProgramName | undefined =>
   owner === TOKEN_PROGRAM ? 'token' : owner === TOKEN_2022_PROGRAM ? 'token-2022' : undefined;
@@ -87,7 +88,7 @@ const KIND_OF_CLASS: Record<SolanaAccountClass, TargetKind> = {
 export function classifySolanaAccount(account: SolanaAccount | null): SolanaClassification {
   if (!account) return { kind: 'missing', class: 'missing', ownerProgram: null };
   const ownerProgram = account.owner;
-  const loader = LOADERS[ownerProgram];
+  const loader = LOADERS.get(ownerProgram);
   const make = (
     cls: SolanaAccountClass,
     extra: Partial<SolanaClassification> = {},

@@ -1,0 +1,124 @@
+import { Agent as HttpAgent, request as httpRequest, type IncomingHttpHeaders } from 'node:http';
+import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import type { Readable } from 'node:stream';
+import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
+
+export interface CappedResponse {
+  status: number;
+  headers: IncomingHttpHeaders;
+  /** The decoded body; undefined when it grew past `maxBytes` (the connection was then closed). */
+  text: string | undefined;
+}
+
+export interface CappedRequest {
+  method: 'GET' | 'POST';
+  body?: string;
+  headers?: Record<string, string>;
+  /** The whole exchange, body included. Past it the promise rejects with an error named `TimeoutError`. */
+  timeoutMs: number;
+  /** Largest body read, in decoded bytes. */
+  maxBytes: number;
+}
+
+const DECODERS: ReadonlyMap<string, () => Readable & NodeJS.WritableStream> = new Map([
+  ['gzip', createGunzip],
+  ['x-gzip', createGunzip],
+  ['deflate', createInflate],
+  ['br', createBrotliDecompress],
+]);
+
+/**
+ * HTTP for calls to servers riskwatch does not control (node providers, identity providers), with the
+ * guards such a server needs: the body is read as a stream and dropped once more than `maxBytes` decoded
+ * bytes arrived — decoded, because a small gzip body can inflate to gigabytes — redirects are returned
+ * as they are, never followed, and every exchange has a deadline. Keep-alive connections per instance.
+ *
+ * Built on node:http rather than fetch: fetch's web streams copy every chunk, so a capped read costs about
+ * twice its size in memory, where node:http hands over the socket's own buffers.
+ */
+export class GuardedHttpClient {
+  private readonly agents = {
+    'http:': new HttpAgent({ keepAlive: true }),
+    'https:': new HttpsAgent({ keepAlive: true }),
+  };
+
+  request(url: string, options: CappedRequest): Promise<CappedResponse> {
+    const target = new URL(url);
+    const isHttps = target.protocol === 'https:';
+    const send = isHttps ? httpsRequest : httpRequest;
+    return new Promise<CappedResponse>((resolve, reject) => {
+      let settled = false;
+      const finish = (err: Error | undefined, value?: CappedResponse) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        if (err) reject(err);
+        else resolve(value!);
+      };
+      const req = send(
+        target,
+        {
+          method: options.method,
+          agent: this.agents[isHttps ? 'https:' : 'http:'],
+          headers: {
+            'accept-encoding': 'gzip, deflate, br',
+            ...options.headers,
+            ...(options.body === undefined ? {} : { 'content-length': Buffer.byteLength(options.body) }),
+          },
+        },
+        (res) => {
+          const encoding = String(res.headers['content-encoding'] ?? 'identity').toLowerCase();
+          const decoder = DECODERS.get(encoding);
+          if (!decoder && encoding !== 'identity') {
+            req.destroy();
+            return finish(
+              Object.assign(new Error(`unsupported content-encoding ${encoding}`), { code: 'EENCODING' }),
+            );
+          }
+          const declared = Number(res.headers['content-length'] ?? 0);
+          const body: Readable = decoder ? res.pipe(decoder()) : res;
+          const answer = (text: string | undefined) =>
+            finish(undefined, { status: res.statusCode ?? 0, headers: res.headers, text });
+          if (!decoder && declared > options.maxBytes) {
+            req.destroy();
+            return answer(undefined);
+          }
+          const chunks: Buffer[] = [];
+          let size = 0;
+          body.on('data', (chunk: Buffer) => {
+            size += chunk.length;
+            if (size > options.maxBytes) {
+              chunks.length = 0;
+              req.destroy();
+              body.destroy();
+              return answer(undefined);
+            }
+            chunks.push(chunk);
+          });
+          body.on('end', () => answer(Buffer.concat(chunks, size).toString('utf8')));
+          res.on('close', () => {
+            if (!res.complete)
+              finish(Object.assign(new Error('connection closed mid-answer'), { code: 'ECONNRESET' }));
+          });
+          body.on('error', (err) => finish(err));
+          res.on('error', (err) => finish(err));
+        },
+      );
+      const timer = setTimeout(() => {
+        const err = Object.assign(new Error(`no answer within ${options.timeoutMs} ms`), {
+          name: 'TimeoutError',
+        });
+        finish(err);
+        req.destroy(err);
+      }, options.timeoutMs);
+      req.on('error', (err) => finish(err));
+      req.end(options.body);
+    });
+  }
+
+  /** Closes idle keep-alive connections (at shutdown). */
+  close(): void {
+    this.agents['http:'].destroy();
+    this.agents['https:'].destroy();
+  }
+}

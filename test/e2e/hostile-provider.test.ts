@@ -1,0 +1,112 @@
+import { readFileSync, writeFileSync } from 'node:fs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { expectProblem, startServiceRetrying } from '../support/auth-helpers.js';
+import { createCustomer, type TestCustomer } from '../support/customers.js';
+import { gzipBomb, JsonRpcStub, oversizedAnswer, type StubReply } from '../support/jsonrpc-stub.js';
+import { prepareEnv, type RunningService, type TestEnv } from '../support/service.js';
+
+const MIB = 1024 * 1024;
+const RPC_DEADLINE_MS = 5000;
+const AGENT_KEY = 'agent-key-hostile-provider-0123';
+/** USDC's mint: any well-formed address does, the provider never answers it properly. */
+const MINT = 'EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v';
+
+/** The kernel's view of the service's memory: resident now, and the peak since the last reset. */
+function memory(pid: number): { rssMb: number; peakMb: number } {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)![1]) / 1024;
+  return { rssMb: kb('VmRSS'), peakMb: kb('VmHWM') };
+}
+
+/** Resets the peak (VmHWM) to the current RSS (Linux clear_refs, value 5). */
+const resetPeak = (pid: number) => writeFileSync(`/proc/${pid}/clear_refs`, '5');
+
+/**
+ * A node provider answering 400 MiB, plainly or as a gzip bomb (≈ 400 KiB on the wire): the service reads
+ * at most RISKWATCH_RPC_MAX_RESPONSE_MIB of it, answers 503 provider_unavailable within the deadline, its
+ * memory stays bounded, and the failure is counted and logged; the agent-health probe takes the same path.
+ */
+describe('hostile node provider: oversized answers (built service)', () => {
+  let stub: JsonRpcStub;
+  let mode: 'plain' | 'gzip' = 'plain';
+  let testEnv: TestEnv;
+  let svc: RunningService;
+  let customer: TestCustomer;
+  const pid = () => svc.process.pid!;
+
+  beforeAll(async () => {
+    stub = await JsonRpcStub.start();
+    stub.reply = (): StubReply =>
+      mode === 'plain'
+        ? { chunks: oversizedAnswer(400 * MIB) }
+        : { chunks: gzipBomb(400), headers: { 'content-encoding': 'gzip' } };
+    testEnv = await prepareEnv({
+      RISKWATCH_RPC_SOLANA_MAINNET: stub.url('/v2/PROVIDER-SECRET'),
+      RISKWATCH_RPC_RATE_PER_S: '0',
+      RISKWATCH_RPC_DEADLINE_MS: String(RPC_DEADLINE_MS),
+      RISKWATCH_RPC_CIRCUIT_FAILURES: '1000',
+      AGENT_KEYS: AGENT_KEY,
+    });
+    customer = await createCustomer(testEnv.env, 'hostile-provider', ['main']);
+    svc = await startServiceRetrying(testEnv.env, 'api');
+  }, 120_000);
+
+  afterAll(async () => {
+    await svc?.stop();
+    await stub?.close();
+    await testEnv?.dropDatabase();
+  });
+
+  it.each(['plain', 'gzip'] as const)(
+    'answers scan/token with 503 within the deadline and RSS growth under 100 MB (%s 400 MiB)',
+    async (which) => {
+      mode = which;
+      const before = stub.requests.length;
+      const { rssMb } = memory(pid());
+      resetPeak(pid());
+      const started = Date.now();
+      const res = await fetch(`${svc.baseUrl}/api/v1/scan/token`, {
+        method: 'POST',
+        headers: { 'x-api-key': customer.keys.main!.key, 'content-type': 'application/json' },
+        body: JSON.stringify({ mint: MINT, network: 'mainnet' }),
+      });
+      const elapsed = Date.now() - started;
+      const problem = await expectProblem(res, 503, 'provider_unavailable');
+      const { peakMb } = memory(pid());
+      console.log(
+        `${which}: 503 in ${elapsed} ms, RSS ${rssMb.toFixed(0)} MB before, peak ${peakMb.toFixed(0)} MB ` +
+          `(+${(peakMb - rssMb).toFixed(0)} MB), ${stub.requests.length - before} provider request(s)`,
+      );
+      expect(problem.detail).toMatch(/exceeded 33554432 bytes/);
+      expect(elapsed).toBeLessThan(RPC_DEADLINE_MS);
+      expect(peakMb - rssMb).toBeLessThan(100);
+      expect(problem.detail).not.toContain('PROVIDER-SECRET');
+    },
+  );
+
+  it('counts the oversized answers in riskwatch_rpc_calls_total and logs the reason, never the URL', async () => {
+    const metrics = await (await fetch(svc.metricsUrl)).text();
+    expect(metrics).toMatch(
+      /riskwatch_rpc_calls_total\{provider="solana\/mainnet#0",method="\w+",outcome="too_large"\} [1-9]/,
+    );
+    expect(svc.output()).toMatch(/"outcome":"too_large".*exceeded 33554432 bytes/);
+    expect(svc.output()).not.toContain('PROVIDER-SECRET');
+    // At start-up: the plain-http warning is for URLs outside loopback only.
+    expect(svc.output()).not.toMatch(/plain http:\/\//);
+  });
+
+  it('keeps memory bounded when the agent-health probe meets the same provider', async () => {
+    mode = 'gzip';
+    const { rssMb } = memory(pid());
+    resetPeak(pid());
+    const res = await fetch(`${svc.baseUrl}/api/agent/health`, {
+      headers: { 'x-service-agent-key': AGENT_KEY },
+    });
+    expect(res.status).toBe(200); // warn: degraded, not down
+    const body = (await res.json()) as { checks: Record<string, { status: string; output?: string }[]> };
+    const provider = body.checks['provider:solana/mainnet']![0]!;
+    expect(provider.status).toBe('warn');
+    expect(provider.output).toMatch(/exceeded 33554432 bytes/);
+    expect(memory(pid()).peakMb - rssMb).toBeLessThan(100);
+  });
+});
