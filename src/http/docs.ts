@@ -3,11 +3,12 @@ import { join } from 'node:path';
 import type Router from '@koa/router';
 import swaggerUi from 'swagger-ui-dist';
 
-const ASSETS: Record<string, string> = {
-  'swagger-ui.css': 'text/css; charset=utf-8',
-  'swagger-ui-bundle.js': 'text/javascript; charset=utf-8',
-  'docs-init.js': 'text/javascript; charset=utf-8',
-};
+/** The files under /docs and their types. A Map: a segment such as `constructor` must find nothing. */
+const ASSETS = new Map<string, string>([
+  ['swagger-ui.css', 'text/css; charset=utf-8'],
+  ['swagger-ui-bundle.js', 'text/javascript; charset=utf-8'],
+  ['docs-init.js', 'text/javascript; charset=utf-8'],
+]);
 
 const PAGE = `<!doctype html>
 <html lang="en">
@@ -47,7 +48,7 @@ export function registerDocs(router: Router, document: unknown): void {
   });
   router.get('/docs/:asset', async (ctx, next) => {
     const asset = ctx.params.asset ?? '';
-    const type = ASSETS[asset];
+    const type = ASSETS.get(asset);
     if (!type) {
       await next();
       return;

@@ -33,15 +33,12 @@ const cron = z.string().regex(/^\S+( \S+){4,5}$/, 'expected a cron expression of
 
 /** A node provider URL. Its path or query often carries an API key: messages never quote the value. */
 const rpcUrl = z.url({ protocol: /^https?$/, error: 'expected an http(s):// URL' });
-/** localhost, 127.0.0.0/8 or [::1]: traffic that never leaves the machine. */
+/** An http(s) URL to localhost, 127.0.0.0/8 or [::1]: traffic that never leaves the machine. */
 export function isLoopbackUrl(url: string): boolean {
-  let host: string;
-  try {
-    host = new URL(url).hostname;
-  } catch {
-    return false;
-  }
-  return host === 'localhost' || host === '[::1]' || /^127(\.\d{1,3}){3}$/.test(host);
+  if (!URL.canParse(url)) return false;
+  const { protocol, hostname } = new URL(url);
+  if (protocol !== 'http:' && protocol !== 'https:') return false;
+  return hostname === 'localhost' || hostname === '[::1]' || /^127(\.\d{1,3}){3}$/.test(hostname);
 }
 const name = z.string().regex(/^[a-z0-9][a-z0-9-]*$/, 'expected lower-case letters, digits and dashes');
 
@@ -138,15 +135,12 @@ const schema = z
         audience: z.string(),
         secret: z.string(),
         public_key: z.string(),
-        jwks_url: z.union([
-          z.literal(''),
-          z
-            .url({ protocol: /^https?$/ })
-            .refine(
-              (url) => url.startsWith('https:') || isLoopbackUrl(url),
-              'expected an https:// URL (plain http:// only on loopback)',
-            ),
-        ]),
+        jwks_url: z
+          .string()
+          .refine(
+            (url) => url === '' || (/^https:\/\//.test(url) && URL.canParse(url)) || isLoopbackUrl(url),
+            'expected empty or an https:// URL (plain http:// only on loopback)',
+          ),
         jwks_refresh_s: int(10, 86400),
         jwks_min_refresh_s: int(1, 3600),
         clock_tolerance_s: int(0, 300),

@@ -7,7 +7,7 @@ const shownDigits = (lowerHex: string): string => lowerHex.slice(2, 6) + lowerHe
 
 /** The trusted addresses of one chain, as `findLookalike` reads them. */
 export interface TrustedAddresses {
-  /** The trusted EVM addresses (lower-case) whose first 4 and last 4 hex digits are `digits`, in trust order. */
+  /** The trusted EVM addresses (lower-case) whose first and last 4 hex digits are `digits`, in trust order. */
   withShownDigits(digits: string): readonly string[];
 }
 
@@ -29,13 +29,16 @@ export class LookalikeIndex {
   /** Trusts `address` on `chains` (null: every chain). The order of the calls is the trust order. */
   add(address: string, chains: readonly (string | null)[]): void {
     // Stored (normalised) addresses skip the lower-casing: an index of 200,000 is built in one go.
-    const lower = EVM_HEX.test(address) ? address : address.trim().toLowerCase();
-    if (lower !== address && !EVM_HEX.test(lower)) return;
+    let lower = address;
+    if (!EVM_HEX.test(lower)) {
+      lower = address.trim().toLowerCase();
+      if (!EVM_HEX.test(lower)) return;
+    }
     const entry: Indexed = { order: this.size++, address: lower };
     const digits = shownDigits(lower);
     for (const chain of chains) {
       let byDigits = this.byChain.get(chain);
-      if (!byDigits) this.byChain.set(chain, (byDigits = new Map()));
+      if (!byDigits) this.byChain.set(chain, (byDigits = new Map<string, Indexed[]>()));
       const same = byDigits.get(digits);
       if (same) same.push(entry);
       else byDigits.set(digits, [entry]);
@@ -76,7 +79,9 @@ export function findLookalike(target: string, trusted: TrustedAddresses | readon
   const candidates =
     'withShownDigits' in trusted
       ? trusted.withShownDigits(digits)
-      : trusted.map((a) => a.trim().toLowerCase()).filter((a) => EVM_HEX.test(a) && shownDigits(a) === digits);
+      : trusted
+          .map((a) => a.trim().toLowerCase())
+          .filter((a) => EVM_HEX.test(a) && shownDigits(a) === digits);
   if (candidates.includes(t)) return null;
   const match = candidates[0];
   return match ? getAddress(match) : null;

@@ -28,23 +28,37 @@ const resetPeak = (pid: number) => writeFileSync(`/proc/${pid}/clear_refs`, '5')
  */
 describe('hostile node provider: oversized answers (built service)', () => {
   let stub: JsonRpcStub;
-  let mode: 'plain' | 'gzip' = 'plain';
+  let mode: 'plain' | 'gzip' | 'retry-after-a-year' | 'healthy' = 'plain';
   let testEnv: TestEnv;
   let svc: RunningService;
   let customer: TestCustomer;
   const pid = () => svc.process.pid!;
 
   beforeAll(async () => {
-    stub = await JsonRpcStub.start();
-    stub.reply = (): StubReply =>
-      mode === 'plain'
-        ? { chunks: oversizedAnswer(400 * MIB) }
-        : { chunks: gzipBomb(400), headers: { 'content-encoding': 'gzip' } };
+    // Healthy answers: the mint does not exist.
+    stub = await JsonRpcStub.start({
+      getMultipleAccounts: () => ({ context: { slot: 1 }, value: [null, null] }),
+      getTokenLargestAccounts: () => ({ context: { slot: 1 }, value: [] }),
+    });
+    stub.reply = (): StubReply => {
+      switch (mode) {
+        case 'plain':
+          return { chunks: oversizedAnswer(400 * MIB) };
+        case 'gzip':
+          return { chunks: gzipBomb(400), headers: { 'content-encoding': 'gzip' } };
+        case 'retry-after-a-year':
+          mode = 'healthy'; // once
+          return { status: 429, headers: { 'retry-after': '31536000' } };
+        case 'healthy':
+          return undefined;
+      }
+    };
     testEnv = await prepareEnv({
       RISKWATCH_RPC_SOLANA_MAINNET: stub.url('/v2/PROVIDER-SECRET'),
       RISKWATCH_RPC_RATE_PER_S: '0',
       RISKWATCH_RPC_DEADLINE_MS: String(RPC_DEADLINE_MS),
       RISKWATCH_RPC_CIRCUIT_FAILURES: '1000',
+      RISKWATCH_RPC_RETRY_AFTER_MAX_MS: '1000',
       AGENT_KEYS: AGENT_KEY,
     });
     customer = await createCustomer(testEnv.env, 'hostile-provider', ['main']);
@@ -83,6 +97,29 @@ describe('hostile node provider: oversized answers (built service)', () => {
       expect(problem.detail).not.toContain('PROVIDER-SECRET');
     },
   );
+
+  it('caps a provider Retry-After: one 429 asking for a year idles the provider for RISKWATCH_RPC_RETRY_AFTER_MAX_MS, not until restart', async () => {
+    mode = 'retry-after-a-year';
+    const scan = () =>
+      fetch(`${svc.baseUrl}/api/v1/scan/token`, {
+        method: 'POST',
+        headers: { 'x-api-key': customer.keys.main!.key, 'content-type': 'application/json' },
+        body: JSON.stringify({ mint: MINT, network: 'mainnet' }),
+      });
+    const started = Date.now();
+    let status = 503;
+    while (status === 503 && Date.now() - started < 5000) {
+      const res = await scan();
+      status = res.status;
+      await res.arrayBuffer();
+      if (status === 503) await new Promise((r) => setTimeout(r, 100));
+    }
+    // Within its 5 s deadline the scan waits out the capped second and reads the provider again: the mint
+    // does not exist there (404), where an uncapped wait would have answered 503 for a year.
+    expect(status).toBe(404);
+    expect(Date.now() - started).toBeLessThan(2500);
+    expect(stub.requests.at(-1)!.at - stub.requests.at(-2)!.at).toBeGreaterThanOrEqual(990);
+  });
 
   it('counts the oversized answers in riskwatch_rpc_calls_total and logs the reason, never the URL', async () => {
     const metrics = await (await fetch(svc.metricsUrl)).text();

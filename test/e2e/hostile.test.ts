@@ -482,9 +482,7 @@ function buildCases(): Case[] {
       name: `prototype key: ${p.name}`,
       method: p.method,
       path: p.path,
-      ...(p.body
-        ? { headers: [['Content-Type', 'application/json']], body: JSON.stringify(p.body) }
-        : {}),
+      ...(p.body ? { headers: [['Content-Type', 'application/json']], body: JSON.stringify(p.body) } : {}),
       auth: [p.auth],
       status: p.status,
       ...(p.code ? { code: p.code } : {}),

@@ -54,7 +54,8 @@ describe('prototype-named keys', () => {
   /** What is wrong with one answer (empty when it is right). */
   function judge(c: PrototypeKeyCase, res: Response, text: string): string[] {
     const problems: string[] = [];
-    if (res.status !== c.status) problems.push(`status ${res.status}, expected ${c.status}: ${text.slice(0, 160)}`);
+    if (res.status !== c.status)
+      problems.push(`status ${res.status}, expected ${c.status}: ${text.slice(0, 160)}`);
     if (res.status >= 400) {
       if (!/^application\/problem\+json/.test(res.headers.get('content-type') ?? ''))
         problems.push(`content-type ${res.headers.get('content-type')}`);
@@ -69,7 +70,7 @@ describe('prototype-named keys', () => {
     return problems.map((p) => `${c.method} ${c.path} (${c.name}): ${p}`);
   }
 
-  it('answers every route with each prototype name as a 4xx problem (or a plain 200), never a 5xx', async () => {
+  it('answers each prototype name on every route as a 4xx problem (or a plain 200), never a 5xx', async () => {
     const cases = prototypeKeyCases();
     const failures: string[] = [];
     for (const c of cases) {
@@ -93,12 +94,18 @@ describe('prototype-named keys', () => {
   it('refuses tokens whose account claim or roles are prototype names (403), never a 5xx', async () => {
     for (const p of PROTOTYPE_NAMES) {
       const foreign = idp.sign({ org_id: p, roles: [KEY_ADMIN_ROLE], sub: 'x' });
-      const { res: r1, text: t1 } = await send({ method: 'GET', path: '/api/account/api-keys', auth: 'jwt' }, foreign);
+      const { res: r1, text: t1 } = await send(
+        { method: 'GET', path: '/api/account/api-keys', auth: 'jwt' },
+        foreign,
+      );
       expect(r1.status, t1).toBe(403);
       expect(JSON.parse(t1)).toMatchObject({ code: 'forbidden' });
 
       const roleless = idp.sign({ org_id: 'protokeys', roles: [p], sub: 'x' });
-      const { res: r2, text: t2 } = await send({ method: 'GET', path: '/api/account/api-keys', auth: 'jwt' }, roleless);
+      const { res: r2, text: t2 } = await send(
+        { method: 'GET', path: '/api/account/api-keys', auth: 'jwt' },
+        roleless,
+      );
       expect(r2.status, t2).toBe(403);
       expect(JSON.parse(t2)).toMatchObject({ code: 'forbidden' });
     }

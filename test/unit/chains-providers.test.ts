@@ -1,3 +1,5 @@
+import { Writable } from 'node:stream';
+import { pino } from 'pino';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ChainProviders, networksFromConfig } from '../../src/chains/providers.js';
@@ -73,5 +75,30 @@ describe('ChainProviders', () => {
     const text = JSON.stringify(health) + (await registry.metrics());
     for (const secret of ['SOL-KEY', 'EVM-KEY', 'DEAD-KEY', '127.0.0.1']) expect(text).not.toContain(secret);
     expect(text).toContain('riskwatch_rpc_circuit_open{provider="solana/mainnet#1"} 0');
+  });
+});
+
+describe('ChainProviders start-up warnings', () => {
+  it('warns once per plain-http provider outside loopback, naming the provider and never the URL', () => {
+    const lines: string[] = [];
+    const logger = pino(
+      { level: 'info' },
+      new Writable({
+        write(chunk: Buffer, _enc, done) {
+          lines.push(chunk.toString());
+          done();
+        },
+      }),
+    );
+    const config = loadConfig({
+      RISKWATCH_RPC_SOLANA_MAINNET: 'https://rpc.example/SOL-KEY,http://10.0.0.7:8899/IN-VPC-KEY',
+      RISKWATCH_RPC_ETHEREUM_MAINNET: 'http://127.0.0.1:8545/LOCAL,http://localhost:8545/',
+    });
+    ChainProviders.fromConfig(config.chains, { logger });
+    expect(lines).toHaveLength(1);
+    const line = JSON.parse(lines[0]!) as { level: number; provider: string; msg: string };
+    expect(line).toMatchObject({ level: 40, provider: 'solana/mainnet#1' });
+    expect(line.msg).toMatch(/plain http:\/\//);
+    expect(lines[0]).not.toMatch(/10\.0\.0\.7|IN-VPC-KEY|SOL-KEY/);
   });
 });

@@ -384,16 +384,61 @@ describe('helm/riskwatch', () => {
         .filter(([, path]) => path.startsWith('chains.defaults.'))
         .map(([name, path]) => [name, String(defaults[path.slice('chains.defaults.'.length)])]),
     );
-    expect(Object.keys(expected)).toHaveLength(10);
+    expect(Object.keys(expected)).toHaveLength(13);
     expect(find(render(), 'ConfigMap', 'rw-riskwatch').data).toMatchObject(expected);
     const tuned = find(
-      render('--set', 'config.rpc.ratePerS=0,config.rpc.circuitCooldownMs=3600000'),
+      render(
+        '--set',
+        'config.rpc.ratePerS=0,config.rpc.circuitCooldownMinMs=50,config.rpc.circuitCooldownMs=3600000',
+        '--set',
+        'config.rpc.maxResponseMib=1024,config.rpc.retryAfterMaxMs=0',
+      ),
       'ConfigMap',
       'rw-riskwatch',
     ).data;
     expect(tuned).toMatchObject({
       RISKWATCH_RPC_RATE_PER_S: '0',
+      RISKWATCH_RPC_CIRCUIT_COOLDOWN_MIN_MS: '50',
       RISKWATCH_RPC_CIRCUIT_COOLDOWN_MS: '3600000',
+      RISKWATCH_RPC_MAX_RESPONSE_MIB: '1024',
+      RISKWATCH_RPC_RETRY_AFTER_MAX_MS: '0',
+    });
+  });
+
+  it("defaults every setting of the ConfigMap to the service's own default, and sets the account limits", () => {
+    const defaults = parse(readFileSync(DEFAULT_CONFIG_FILE, 'utf8')) as Record<string, unknown>;
+    const at = (path: string) =>
+      path.split('.').reduce<unknown>((node, key) => (node as Record<string, unknown>)[key], defaults);
+    // As the environment spells it (config/README.md): one list is JSON, the others comma-separated.
+    const asEnv = (name: string, value: unknown) =>
+      name === 'RISKWATCH_KNOWN_WALLET_IMPLEMENTATIONS'
+        ? JSON.stringify(value)
+        : Array.isArray(value)
+          ? value.join(',')
+          : String(value);
+    const configMap = find(render(), 'ConfigMap', 'rw-riskwatch').data ?? {};
+    const checked = Object.entries(ENV_VARS).filter(([name]) => name in configMap);
+    expect(checked.length).toBeGreaterThan(40);
+    expect(Object.fromEntries(checked.map(([name]) => [name, configMap[name]]))).toEqual(
+      Object.fromEntries(checked.map(([name, path]) => [name, asEnv(name, at(path))])),
+    );
+    const set = find(
+      render(
+        '--set',
+        'config.unknownKeyCacheMs=0,config.maxApiKeysPerAccount=100000,config.maxListEntriesPerAccount=10000000',
+        '--set',
+        'config.jwt.jwksRefreshS=86400,config.jwt.jwksMinRefreshS=1,config.jwt.maxAgeS=3600',
+      ),
+      'ConfigMap',
+      'rw-riskwatch',
+    ).data;
+    expect(set).toMatchObject({
+      RISKWATCH_UNKNOWN_KEY_CACHE_MS: '0',
+      RISKWATCH_MAX_API_KEYS_PER_ACCOUNT: '100000',
+      RISKWATCH_MAX_LIST_ENTRIES_PER_ACCOUNT: '10000000',
+      JWT_JWKS_REFRESH_S: '86400',
+      JWT_JWKS_MIN_REFRESH_S: '1',
+      JWT_MAX_AGE_S: '3600',
     });
   });
 
@@ -489,6 +534,12 @@ describe('helm/riskwatch', () => {
     rejected(['--set-string', 'secrets.databaseUrl=mysql://db/rw'], /secrets\.databaseUrl/);
     rejected(['--set', 'config.rpc.concurrency=0'], /config\.rpc\.concurrency/);
     rejected(['--set', 'config.rpc.retries=null'], /config\.rpc.*retries/); // a nulled default would render "0"
+    rejected(['--set', 'config.rpc.maxResponseMib=2048'], /config\.rpc\.maxResponseMib/);
+    rejected(['--set', 'config.rpc.circuitCooldownMinMs=10'], /config\.rpc\.circuitCooldownMinMs/);
+    rejected(['--set', 'config.jwt.jwksRefreshS=5'], /config\.jwt\.jwksRefreshS/);
+    rejected(['--set', 'config.jwt.maxAgeS=null'], /config\.jwt.*maxAgeS/);
+    rejected(['--set', 'config.maxApiKeysPerAccount=0'], /config\.maxApiKeysPerAccount/);
+    rejected(['--set', 'config.maxListEntriesPerAccount=10000001'], /config\.maxListEntriesPerAccount/);
     const badRpc = (name: string, rpcUrls: object) => ['-f', valuesFile(name, { secrets: { rpcUrls } })];
     rejected(badRpc('rpc-wss', { solanaMainnet: ['wss://ws.example'] }), /secrets\.rpcUrls\.solanaMainnet/);
     rejected(

@@ -117,8 +117,9 @@ describe('JwksKeySet', () => {
 describe('JWT configuration', () => {
   it('wants JWT_JWKS_URL over https, except on loopback', () => {
     expect(() => loadConfig({ JWT_JWKS_URL: 'http://idp.example/jwks' })).toThrow(
-      /JWT_JWKS_URL \(auth\.jwt\.jwks_url\): expected an https:\/\/ URL/,
+      /JWT_JWKS_URL \(auth\.jwt\.jwks_url\): expected empty or an https:\/\/ URL/,
     );
+    expect(() => loadConfig({ JWT_JWKS_URL: 'ftp://127.0.0.1/jwks' })).toThrow(/JWT_JWKS_URL/);
     for (const url of ['https://idp.example/jwks', 'http://127.0.0.1:8080/jwks', 'http://localhost/jwks'])
       expect(loadConfig({ JWT_JWKS_URL: url }).auth.jwt.jwks_url).toBe(url);
   });

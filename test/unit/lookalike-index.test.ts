@@ -58,6 +58,9 @@ describe('LookalikeIndex', () => {
     const index = new LookalikeIndex();
     index.add(` ${getAddress(trusted)} `, ['base']);
     index.add('EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v', [null]);
+    // Not EVM, though lower-case and sharing the shown digits: never a candidate.
+    index.add(`${trusted.slice(0, 6)}${'g'.repeat(32)}${trusted.slice(-4)}`, [null]);
+    index.add(`  ${trusted.slice(0, 6)}${'z'.repeat(32)}${trusted.slice(-4).toUpperCase()}`, [null]);
     expect(findLookalike(twin, index.on('base'))).toBe(getAddress(trusted));
     expect(findLookalike(twin, index.on('ethereum'))).toBeNull();
     // Trusted on base only: on ethereum the same address is not trusted, so it is no exception there.

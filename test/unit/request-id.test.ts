@@ -15,7 +15,10 @@ describe('request ids in error logs', () => {
   let base: string;
 
   beforeAll(async () => {
-    const logger = pino({ level: 'debug' }, { write: (s: string) => lines.push(JSON.parse(s)) });
+    const logger = pino(
+      { level: 'debug' },
+      { write: (s: string) => lines.push(JSON.parse(s) as Record<string, unknown>) },
+    );
     const app = new Koa();
     app.silent = true;
     app.use(requestIdMiddleware);

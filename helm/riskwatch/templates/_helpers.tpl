@@ -78,7 +78,10 @@ RISKWATCH_SHUTDOWN_TIMEOUT_MS: {{ $c.shutdownTimeoutMs | int | quote }}
 DATABASE_POOL_MAX: {{ $c.databasePoolMax | int | quote }}
 REDIS_KEY_PREFIX: {{ $c.redisKeyPrefix | quote }}
 RISKWATCH_API_KEY_CACHE_MS: {{ $c.apiKeyCacheMs | int | quote }}
+RISKWATCH_UNKNOWN_KEY_CACHE_MS: {{ $c.unknownKeyCacheMs | int | quote }}
+RISKWATCH_MAX_API_KEYS_PER_ACCOUNT: {{ $c.maxApiKeysPerAccount | int | quote }}
 RISKWATCH_RATE_LIMIT_DEFAULT_PER_MIN: {{ $c.rateLimitDefaultPerMin | int | quote }}
+RISKWATCH_MAX_LIST_ENTRIES_PER_ACCOUNT: {{ $c.maxListEntriesPerAccount | int | quote }}
 RISKWATCH_USAGE_RETENTION_DAYS: {{ $c.usageRetentionDays | int | quote }}
 RISKWATCH_IMPACT_REFRESH_CRON: {{ $c.impactRefreshCron | quote }}
 RISKWATCH_USAGE_PRUNE_CRON: {{ $c.usagePruneCron | quote }}
@@ -88,7 +91,10 @@ JWT_ISSUER: {{ $c.jwt.issuer | quote }}
 JWT_AUDIENCE: {{ $c.jwt.audience | quote }}
 JWT_PUBLIC_KEY: {{ $c.jwt.publicKey | quote }}
 JWT_JWKS_URL: {{ $c.jwt.jwksUrl | quote }}
+JWT_JWKS_REFRESH_S: {{ $c.jwt.jwksRefreshS | int | quote }}
+JWT_JWKS_MIN_REFRESH_S: {{ $c.jwt.jwksMinRefreshS | int | quote }}
 JWT_CLOCK_TOLERANCE_S: {{ $c.jwt.clockToleranceS | int | quote }}
+JWT_MAX_AGE_S: {{ $c.jwt.maxAgeS | int | quote }}
 JWT_ACCOUNT_CLAIM: {{ $c.jwt.accountClaim | quote }}
 JWT_ROLES_CLAIM: {{ $c.jwt.rolesClaim | quote }}
 JWT_KEY_ADMIN_ROLE: {{ $c.jwt.keyAdminRole | quote }}
@@ -101,7 +107,10 @@ RISKWATCH_RPC_RATE_PER_S: {{ $c.rpc.ratePerS | int | quote }}
 RISKWATCH_RPC_CONCURRENCY: {{ $c.rpc.concurrency | int | quote }}
 RISKWATCH_RPC_BATCH_MAX: {{ $c.rpc.batchMax | int | quote }}
 RISKWATCH_RPC_CIRCUIT_FAILURES: {{ $c.rpc.circuitFailures | int | quote }}
+RISKWATCH_RPC_CIRCUIT_COOLDOWN_MIN_MS: {{ $c.rpc.circuitCooldownMinMs | int | quote }}
 RISKWATCH_RPC_CIRCUIT_COOLDOWN_MS: {{ $c.rpc.circuitCooldownMs | int | quote }}
+RISKWATCH_RPC_MAX_RESPONSE_MIB: {{ $c.rpc.maxResponseMib | int | quote }}
+RISKWATCH_RPC_RETRY_AFTER_MAX_MS: {{ $c.rpc.retryAfterMaxMs | int | quote }}
 RISKWATCH_RISK_DEADLINE_MS: {{ $c.risk.deadlineMs | int | quote }}
 RISKWATCH_RISK_RECENT_TRANSACTIONS: {{ $c.risk.recentTransactions | int | quote }}
 RISKWATCH_RISK_CACHE_TTL_LOW_S: {{ $c.risk.cacheTtlS.low | int | quote }}

@@ -74,7 +74,10 @@ export function errorMiddleware(logger: Logger) {
         return;
       }
       if (isDependencyFailure(err)) {
-        logger.warn({ err: { message: (err as Error).message }, ...requestLogFields(ctx) }, 'dependency unavailable');
+        logger.warn(
+          { err: { message: (err as Error).message }, ...requestLogFields(ctx) },
+          'dependency unavailable',
+        );
         writeProblem(ctx, 'dependency_unavailable', 'A service dependency is unavailable; retry shortly.');
         ctx.set('Retry-After', '5');
         return;
