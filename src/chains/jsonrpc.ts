@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { Registry } from 'prom-client';
 import { AppError } from '../platform/errors.js';
-import { GuardedHttpClient, type CappedResponse } from '../platform/http-client.js';
+import { GuardedHttpClient, type ByteBudget, type CappedResponse } from '../platform/http-client.js';
 import type { Logger } from '../platform/logger.js';
 import {
   CircuitBreaker,
@@ -66,6 +66,8 @@ export interface JsonRpcClientOptions extends ProviderTuning {
   /** prom-client registry that receives the `riskwatch_rpc_*` metrics. */
   metrics?: Registry;
   logger?: Logger;
+  /** Bytes of answers all clients of the process may hold at once while reading them. */
+  responseBudget?: ByteBudget;
   /** With a Redis client, `ratePerS` is shared by every process using the same Redis and key prefix. */
   redis?: Redis;
   redisKeyPrefix?: string;
@@ -160,7 +162,7 @@ export class JsonRpcClient {
   private readonly metrics?: RpcMetrics;
   private readonly logger?: Logger;
   private readonly inflight = new Map<string, Promise<unknown>>();
-  private readonly http = new GuardedHttpClient();
+  private readonly http: GuardedHttpClient;
   private queue: PendingCall[] = [];
   private flushScheduled = false;
   private nextId = 1;
@@ -172,6 +174,7 @@ export class JsonRpcClient {
     this.known = new Set(options.knownMethods ?? []);
     this.metrics = options.metrics ? RpcMetrics.for(options.metrics) : undefined;
     this.logger = options.logger?.child({ network: options.network });
+    this.http = new GuardedHttpClient(options.responseBudget);
     this.endpoints = options.urls.map((url, index) => {
       const name = `${options.network}#${index}`;
       this.metrics?.circuitOpen.set({ provider: name }, 0);
@@ -546,7 +549,7 @@ export class JsonRpcClient {
     // A JSON-RPC endpoint has no reason to redirect; following one could lead anywhere.
     if (status >= 300 && status < 400)
       return failed('http_3xx', `HTTP ${status}: a redirect, which is never followed`);
-    if (text === undefined)
+    if (response.dropped === 'too_large')
       return {
         ok: false,
         failure: {
@@ -556,6 +559,14 @@ export class JsonRpcClient {
           final: true,
         },
       };
+    // Not the provider's fault, and transient: other answers were holding the process budget.
+    if (response.dropped === 'over_budget' || text === undefined)
+      return failed(
+        'too_large',
+        'answers being read at once exceeded the process budget (chains.defaults.max_buffered_mib)',
+        undefined,
+        false,
+      );
     const retryAfter = parseRetryAfter(headerValue(response.headers['retry-after']));
     const retryAfterMs =
       retryAfter === undefined ? undefined : Math.min(retryAfter, this.tuning.retryAfterMaxMs);

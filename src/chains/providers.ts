@@ -2,6 +2,7 @@ import type { Redis } from 'ioredis';
 import type { Registry } from 'prom-client';
 import { isLoopbackUrl, type ChainsConfig } from '../platform/config.js';
 import { AppError } from '../platform/errors.js';
+import { ByteBudget } from '../platform/http-client.js';
 import type { Logger } from '../platform/logger.js';
 import { EVM_METHODS, EvmRpc } from './evm.js';
 import { JsonRpcClient, type ProviderTuning } from './jsonrpc.js';
@@ -30,6 +31,8 @@ export interface ChainProvidersDeps {
   /** prom-client registry for the `riskwatch_rpc_*` metrics. */
   metrics?: Registry;
   logger?: Logger;
+  /** Bytes of provider answers the process holds at once while reading them (every network together). */
+  responseBudget?: ByteBudget;
 }
 
 /** One provider URL's health: a cheap head read (getSlot / eth_blockNumber) and how long it took. */
@@ -112,7 +115,8 @@ export class ChainProviders {
   private readonly view: NetworkRegistryView;
 
   static fromConfig(chains: ChainsConfig, deps: ChainProvidersDeps = {}): ChainProviders {
-    return new ChainProviders(networksFromConfig(chains), deps);
+    const responseBudget = new ByteBudget(chains.defaults.max_buffered_mib * 1024 * 1024);
+    return new ChainProviders(networksFromConfig(chains), { responseBudget, ...deps });
   }
 
   constructor(networks: readonly ConfiguredNetwork[], deps: ChainProvidersDeps = {}) {
@@ -137,6 +141,7 @@ export class ChainProviders {
           logger: deps.logger,
           redis: deps.redis,
           redisKeyPrefix: deps.redisKeyPrefix,
+          responseBudget: deps.responseBudget,
         }),
       );
     }

@@ -67,6 +67,7 @@ const chainsSchema = z.object({
     circuit_cooldown_min_ms: int(50, 3600000),
     circuit_cooldown_ms: int(100, 3600000),
     max_response_mib: int(1, 1024),
+    max_buffered_mib: int(1, 16384),
     retry_after_max_ms: int(0, 3600000),
   }),
   networks: z.record(name, z.record(name, networkSettings)),
@@ -175,6 +176,12 @@ const schema = z
   })
   .superRefine((c, ctx) => {
     checkNetworks(c.chains, ctx);
+    if (c.chains.defaults.max_buffered_mib < c.chains.defaults.max_response_mib)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['chains', 'defaults', 'max_buffered_mib'],
+        message: 'must be at least chains.defaults.max_response_mib',
+      });
     if (c.chains.defaults.backoff_max_ms < c.chains.defaults.backoff_base_ms)
       ctx.addIssue({
         code: 'custom',
@@ -302,6 +309,7 @@ export const ENV_VARS: Readonly<Record<string, string>> = {
   RISKWATCH_RPC_CIRCUIT_COOLDOWN_MIN_MS: 'chains.defaults.circuit_cooldown_min_ms',
   RISKWATCH_RPC_CIRCUIT_COOLDOWN_MS: 'chains.defaults.circuit_cooldown_ms',
   RISKWATCH_RPC_MAX_RESPONSE_MIB: 'chains.defaults.max_response_mib',
+  RISKWATCH_RPC_MAX_BUFFERED_MIB: 'chains.defaults.max_buffered_mib',
   RISKWATCH_RPC_RETRY_AFTER_MAX_MS: 'chains.defaults.retry_after_max_ms',
   ...Object.fromEntries(
     BUILT_IN_NETWORKS.map((n) => [

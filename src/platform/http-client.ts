@@ -6,8 +6,34 @@ import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
 export interface CappedResponse {
   status: number;
   headers: IncomingHttpHeaders;
-  /** The decoded body; undefined when it grew past `maxBytes` (the connection was then closed). */
+  /** The decoded body; undefined when it was dropped (the connection was then closed), see `dropped`. */
   text: string | undefined;
+  /** Why the body was dropped: it grew past `maxBytes`, or past what the process budget had left. */
+  dropped?: 'too_large' | 'over_budget';
+}
+
+/**
+ * Bytes of answers being read at once, by every client that shares it (one per process): a cap per
+ * answer alone still lets N concurrent answers hold N times the cap.
+ */
+export class ByteBudget {
+  private used = 0;
+
+  constructor(readonly limitBytes: number) {}
+
+  get inUse(): number {
+    return this.used;
+  }
+
+  take(bytes: number): boolean {
+    if (this.used + bytes > this.limitBytes) return false;
+    this.used += bytes;
+    return true;
+  }
+
+  give(bytes: number): void {
+    this.used -= bytes;
+  }
 }
 
 export interface CappedRequest {
@@ -42,16 +68,21 @@ export class GuardedHttpClient {
     'https:': new HttpsAgent({ keepAlive: true }),
   };
 
+  /** With a budget, the bytes a body holds while it is read are taken from it, and given back after. */
+  constructor(private readonly budget?: ByteBudget) {}
+
   request(url: string, options: CappedRequest): Promise<CappedResponse> {
     const target = new URL(url);
     const isHttps = target.protocol === 'https:';
     const send = isHttps ? httpsRequest : httpRequest;
     return new Promise<CappedResponse>((resolve, reject) => {
       let settled = false;
+      let held = 0;
       const finish = (err: Error | undefined, value?: CappedResponse) => {
         if (settled) return;
         settled = true;
         clearTimeout(timer);
+        this.budget?.give(held);
         if (err) reject(err);
         else resolve(value!);
       };
@@ -77,22 +108,29 @@ export class GuardedHttpClient {
           }
           const declared = Number(res.headers['content-length'] ?? 0);
           const body: Readable = decoder ? res.pipe(decoder()) : res;
-          const answer = (text: string | undefined) =>
-            finish(undefined, { status: res.statusCode ?? 0, headers: res.headers, text });
+          const answer = (text: string | undefined, dropped?: CappedResponse['dropped']) =>
+            finish(undefined, { status: res.statusCode ?? 0, headers: res.headers, text, dropped });
           if (!decoder && declared > options.maxBytes) {
             req.destroy();
-            return answer(undefined);
+            return answer(undefined, 'too_large');
           }
           const chunks: Buffer[] = [];
           let size = 0;
           body.on('data', (chunk: Buffer) => {
             size += chunk.length;
-            if (size > options.maxBytes) {
+            const dropped =
+              size > options.maxBytes
+                ? 'too_large'
+                : this.budget && !this.budget.take(chunk.length)
+                  ? 'over_budget'
+                  : undefined;
+            if (dropped) {
               chunks.length = 0;
               req.destroy();
               body.destroy();
-              return answer(undefined);
+              return answer(undefined, dropped);
             }
+            held += chunk.length;
             chunks.push(chunk);
           });
           body.on('end', () => answer(Buffer.concat(chunks, size).toString('utf8')));

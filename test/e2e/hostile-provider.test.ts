@@ -59,6 +59,8 @@ describe('hostile node provider: oversized answers (built service)', () => {
       RISKWATCH_RPC_DEADLINE_MS: String(RPC_DEADLINE_MS),
       RISKWATCH_RPC_CIRCUIT_FAILURES: '1000',
       RISKWATCH_RPC_RETRY_AFTER_MAX_MS: '1000',
+      // One and a half answers at the default cap (32 MiB) may be read at once by the process.
+      RISKWATCH_RPC_MAX_BUFFERED_MIB: '48',
       AGENT_KEYS: AGENT_KEY,
     });
     customer = await createCustomer(testEnv.env, 'hostile-provider', ['main']);
@@ -97,6 +99,25 @@ describe('hostile node provider: oversized answers (built service)', () => {
       expect(problem.detail).not.toContain('PROVIDER-SECRET');
     },
   );
+
+  it('holds 8 concurrent scans of a 400 MiB answer to RISKWATCH_RPC_MAX_BUFFERED_MIB: RSS growth under 100 MB', async () => {
+    mode = 'plain';
+    const { rssMb } = memory(pid());
+    resetPeak(pid());
+    const scans = await Promise.all(
+      Array.from({ length: 8 }, () =>
+        fetch(`${svc.baseUrl}/api/v1/scan/token`, {
+          method: 'POST',
+          headers: { 'x-api-key': customer.keys.main!.key, 'content-type': 'application/json' },
+          body: JSON.stringify({ mint: MINT, network: 'mainnet' }),
+        }),
+      ),
+    );
+    for (const res of scans) await expectProblem(res, 503, 'provider_unavailable');
+    const { peakMb } = memory(pid());
+    console.log(`8 concurrent: RSS ${rssMb.toFixed(0)} MB before, peak ${peakMb.toFixed(0)} MB`);
+    expect(peakMb - rssMb).toBeLessThan(100);
+  });
 
   it('caps a provider Retry-After: one 429 asking for a year idles the provider for RISKWATCH_RPC_RETRY_AFTER_MAX_MS, not until restart', async () => {
     mode = 'retry-after-a-year';

@@ -6,6 +6,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { JsonRpcClient, RpcError, type JsonRpcClientOptions } from '../../src/chains/jsonrpc.js';
 import { SOLANA_METHODS } from '../../src/chains/solana.js';
 import { AppError } from '../../src/platform/errors.js';
+import { ByteBudget } from '../../src/platform/http-client.js';
 import { REDIS_URL, testRedisPrefix } from '../support/env.js';
 import { gzipBomb, JsonRpcStub, oversizedAnswer, StubRpcError, toJson } from '../support/jsonrpc-stub.js';
 
@@ -384,6 +385,27 @@ describe('JsonRpcClient against hostile providers', () => {
     expect(await registry.metrics()).toContain(
       'riskwatch_rpc_calls_total{provider="solana/mainnet#0",method="getSlot",outcome="too_large"} 1',
     );
+  });
+
+  it('holds the answers read at once by every client sharing a budget to that budget', async () => {
+    const s = await stub();
+    s.reply = () => ({ chunks: oversizedAnswer(64 * MIB) });
+    const budget = new ByteBudget(6 * MIB);
+    let peak = 0;
+    const watch = setInterval(() => (peak = Math.max(peak, budget.inUse)), 1);
+    // Two "networks" of one process, four concurrent reads each, every answer capped at 4 MiB.
+    const clients = [0, 1].map(() =>
+      client([s.url()], { maxResponseBytes: 4 * MIB, responseBudget: budget, retries: 0, batchMax: 1 }),
+    );
+    const errors = await Promise.all(
+      clients.flatMap((c) => [0, 1, 2, 3].map((i) => rejection(c.call('getBalance', [`k${i}`])))),
+    );
+    clearInterval(watch);
+    const reasons = errors.map((e) => expectUnavailable(e).message);
+    expect(reasons.some((r) => /process budget/.test(r))).toBe(true);
+    expect(peak).toBeGreaterThan(0);
+    expect(peak).toBeLessThanOrEqual(6 * MIB);
+    expect(budget.inUse).toBe(0); // everything given back
   });
 
   it('fails over to the next URL after an oversized answer', async () => {

@@ -99,6 +99,7 @@ describe('chains configuration', () => {
       circuit_cooldown_min_ms: 250,
       circuit_cooldown_ms: 3000,
       max_response_mib: 32,
+      max_buffered_mib: 96,
       retry_after_max_ms: 60000,
     });
     expect(ChainProviders.fromConfig(config.chains).configured).toEqual([]);

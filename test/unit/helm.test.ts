@@ -384,14 +384,14 @@ describe('helm/riskwatch', () => {
         .filter(([, path]) => path.startsWith('chains.defaults.'))
         .map(([name, path]) => [name, String(defaults[path.slice('chains.defaults.'.length)])]),
     );
-    expect(Object.keys(expected)).toHaveLength(13);
+    expect(Object.keys(expected)).toHaveLength(14);
     expect(find(render(), 'ConfigMap', 'rw-riskwatch').data).toMatchObject(expected);
     const tuned = find(
       render(
         '--set',
         'config.rpc.ratePerS=0,config.rpc.circuitCooldownMinMs=50,config.rpc.circuitCooldownMs=3600000',
         '--set',
-        'config.rpc.maxResponseMib=1024,config.rpc.retryAfterMaxMs=0',
+        'config.rpc.maxResponseMib=1024,config.rpc.maxBufferedMib=2048,config.rpc.retryAfterMaxMs=0',
       ),
       'ConfigMap',
       'rw-riskwatch',
@@ -401,6 +401,7 @@ describe('helm/riskwatch', () => {
       RISKWATCH_RPC_CIRCUIT_COOLDOWN_MIN_MS: '50',
       RISKWATCH_RPC_CIRCUIT_COOLDOWN_MS: '3600000',
       RISKWATCH_RPC_MAX_RESPONSE_MIB: '1024',
+      RISKWATCH_RPC_MAX_BUFFERED_MIB: '2048',
       RISKWATCH_RPC_RETRY_AFTER_MAX_MS: '0',
     });
   });

@@ -110,6 +110,7 @@ RISKWATCH_RPC_CIRCUIT_FAILURES: {{ $c.rpc.circuitFailures | int | quote }}
 RISKWATCH_RPC_CIRCUIT_COOLDOWN_MIN_MS: {{ $c.rpc.circuitCooldownMinMs | int | quote }}
 RISKWATCH_RPC_CIRCUIT_COOLDOWN_MS: {{ $c.rpc.circuitCooldownMs | int | quote }}
 RISKWATCH_RPC_MAX_RESPONSE_MIB: {{ $c.rpc.maxResponseMib | int | quote }}
+RISKWATCH_RPC_MAX_BUFFERED_MIB: {{ $c.rpc.maxBufferedMib | int | quote }}
 RISKWATCH_RPC_RETRY_AFTER_MAX_MS: {{ $c.rpc.retryAfterMaxMs | int | quote }}
 RISKWATCH_RISK_DEADLINE_MS: {{ $c.risk.deadlineMs | int | quote }}
 RISKWATCH_RISK_RECENT_TRANSACTIONS: {{ $c.risk.recentTransactions | int | quote }}
