@@ -91,7 +91,8 @@ export class JwtVerifier {
     }
     if (typeof payload.exp !== 'number')
       throw invalidToken('The token has no "exp" claim: tokens that never expire are refused.');
-    const orgId: unknown = payload[this.cfg.account_claim];
+    const claim = (name: string): unknown => (Object.hasOwn(payload, name) ? payload[name] : undefined);
+    const orgId = claim(this.cfg.account_claim);
     if (typeof orgId !== 'string' || orgId.length === 0 || orgId.length > MAX_ACCOUNT_CLAIM_LENGTH)
       throw invalidToken(
         `The token has no "${this.cfg.account_claim}" claim naming an account (1–${MAX_ACCOUNT_CLAIM_LENGTH} characters).`,
@@ -100,7 +101,7 @@ export class JwtVerifier {
       throw invalidToken('The token has no "sub" claim.');
     if (payload.sub.length > MAX_SUBJECT_LENGTH)
       throw invalidToken(`The token's "sub" claim is longer than ${MAX_SUBJECT_LENGTH} characters.`);
-    const rawRoles: unknown = payload[this.cfg.roles_claim];
+    const rawRoles = claim(this.cfg.roles_claim);
     const roles = Array.isArray(rawRoles)
       ? rawRoles.filter((r): r is string => typeof r === 'string')
       : typeof rawRoles === 'string'

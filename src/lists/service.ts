@@ -331,8 +331,9 @@ export class ListsService {
         );
       }
       const before = new Set(previous.map(key));
-      const by_currency: Record<string, number> = {};
-      for (const r of rows) by_currency[r.currency] = (by_currency[r.currency] ?? 0) + 1;
+      // Counted in a Map: a currency is file content, and `constructor` must not reach Object.prototype.
+      const by_currency = new Map<string, number>();
+      for (const r of rows) by_currency.set(r.currency, (by_currency.get(r.currency) ?? 0) + 1);
       const added = rows.filter((r) => !before.has(key(r))).length;
       return {
         source: input.source,
@@ -340,7 +341,7 @@ export class ListsService {
         total: rows.length,
         added,
         removed: before.size - (rows.length - added),
-        by_currency: Object.fromEntries(Object.entries(by_currency).sort(([a], [b]) => a.localeCompare(b))),
+        by_currency: Object.fromEntries([...by_currency].sort(([a], [b]) => a.localeCompare(b))),
       };
     });
     await this.onChange('sanctions');
@@ -365,7 +366,8 @@ export class ListsService {
         list_as_of: r.list_as_of,
         imported_at: new Date(r.imported_at).toISOString(),
         total: 0,
-        by_currency: {},
+        // No prototype: a currency named `__proto__` is a key like any other.
+        by_currency: Object.create(null) as Record<string, number>,
       };
       view.total += Number(r.n);
       view.by_currency[r.currency] = Number(r.n);

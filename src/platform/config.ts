@@ -356,6 +356,8 @@ function readYaml(file: string): Record<string, unknown> {
 function merge(base: Record<string, unknown>, over: Record<string, unknown>): Record<string, unknown> {
   const out = { ...base };
   for (const [key, value] of Object.entries(over)) {
+    // A YAML `__proto__:` key would set the merged object's prototype: no setting has such a name.
+    if (key === '__proto__') continue;
     const current = out[key];
     const bothObjects = [current, value].every(
       (v) => typeof v === 'object' && v !== null && !Array.isArray(v),
