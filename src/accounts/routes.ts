@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { defineRoute } from '../http/route.js';
+import { defineRoute, pageQuery } from '../http/route.js';
 import { userOf } from '../http/state.js';
 import type { AccountsService } from './service.js';
 
@@ -27,12 +27,7 @@ const keyIdParams = z.object({ id: z.string().min(1).max(40) });
 
 const listKeysQuery = z
   .object({
-    limit: z.coerce.number().int().min(1).max(1000).default(100),
-    cursor: z
-      .string()
-      .max(500)
-      .optional()
-      .meta({ description: 'Opaque: the next_cursor of the previous page.' }),
+    ...pageQuery,
   })
   .strict();
 

@@ -1,5 +1,5 @@
 import type { Context } from 'koa';
-import type { z } from 'zod';
+import { z } from 'zod';
 import { AppError, type FieldError } from '../platform/errors.js';
 
 /** Which credential a route takes (API.md "Credentials"). */
@@ -105,4 +105,14 @@ export function parseOrThrow<T extends z.ZodType>(schema: T, value: unknown, whe
 }
 
 /** Koa path from the OpenAPI template: `{id}` → `:id`. */
+/** The `limit` and `cursor` query parameters of every paginated list (answers carry `next_cursor`). */
+export const pageQuery = {
+  limit: z.coerce.number().int().min(1).max(1000).default(100),
+  cursor: z
+    .string()
+    .max(500)
+    .optional()
+    .meta({ description: 'Opaque: the next_cursor of the previous page.' }),
+};
+
 export const koaPath = (path: string) => path.replace(/\{(\w+)\}/g, ':$1');

@@ -5,7 +5,12 @@ import type { JwtPrincipal } from './jwt.js';
 /** What the middleware chain learns about a request, typed for every handler. */
 declare module 'koa' {
   interface DefaultState {
+    /** The id the response carries (X-Request-Id, a problem's `request_id`, usage): the client's or the server's. */
     requestId: string;
+    /** Minted for every request: the `request_id` of every log line, which no client can choose. */
+    serverRequestId: string;
+    /** A well-formed X-Request-Id the client sent (logged as `client_request_id`). */
+    clientRequestId?: string;
     startedAt: number;
     /** The matched route's template (OpenAPI style): the usage and metrics label. */
     route?: string;

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { defineRoute } from '../http/route.js';
+import { defineRoute, pageQuery } from '../http/route.js';
 import { apiKeyOf } from '../http/state.js';
 import { LIST_NAMES } from './entities.js';
 import type { ListsService } from './service.js';
@@ -38,12 +38,7 @@ const entriesQuery = z
       .max(200)
       .optional()
       .meta({ description: 'Only the entries for this address (any case for EVM).' }),
-    limit: z.coerce.number().int().min(1).max(1000).default(100),
-    cursor: z
-      .string()
-      .max(500)
-      .optional()
-      .meta({ description: 'Opaque: the next_cursor of the previous page.' }),
+    ...pageQuery,
   })
   .strict();
 

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { defineRoute } from '../http/route.js';
+import { defineRoute, pageQuery } from '../http/route.js';
 import { apiKeyOf } from '../http/state.js';
 import type { UsageService } from './service.js';
 
@@ -20,12 +20,7 @@ export const usageQuerySchema = z
       .meta({ description: 'Route template, e.g. /api/v1/scan/token.' }),
     status: z.coerce.number().int().min(100).max(599).optional(),
     api_key_id: z.string().max(40).optional(),
-    limit: z.coerce.number().int().min(1).max(1000).default(100),
-    cursor: z
-      .string()
-      .max(500)
-      .optional()
-      .meta({ description: 'Opaque: the next_cursor of the previous page.' }),
+    ...pageQuery,
     group_by: z
       .enum(['hour', 'day'])
       .optional()

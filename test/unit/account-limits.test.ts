@@ -9,6 +9,7 @@ import { AppError } from '../../src/platform/errors.js';
 import { createLogger } from '../../src/platform/logger.js';
 import { connectOrm, type Orm } from '../../src/platform/orm.js';
 import { createTestDatabase } from '../support/env.js';
+import { rejection } from '../support/rejection.js';
 
 let evmCounter = 0;
 const evmAddress = () => getAddress(`0x${(0xce111000 + ++evmCounter).toString(16).padStart(40, 'c')}`);
@@ -23,15 +24,6 @@ async function outcomes<T>(promises: Promise<T>[]): Promise<{ ok: T[]; codes: st
     return [(s.reason as AppError).code];
   });
   return { ok, codes };
-}
-
-async function rejection(promise: Promise<unknown>): Promise<AppError> {
-  const err: unknown = await promise.then(
-    () => new Error('expected a rejection'),
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(AppError);
-  return err as AppError;
 }
 
 /**

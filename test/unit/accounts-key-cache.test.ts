@@ -2,22 +2,12 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { generateApiKey, hashApiKey } from '../../src/accounts/api-key-format.js';
 import { AccountsService, type AccountsOptions } from '../../src/accounts/service.js';
 import { applyMigrations } from '../../src/db/migrate.js';
-import { AppError } from '../../src/platform/errors.js';
 import { createLogger } from '../../src/platform/logger.js';
 import { connectOrm, type Orm } from '../../src/platform/orm.js';
 import { createTestDatabase } from '../support/env.js';
+import { rejection } from '../support/rejection.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/** The AppError `promise` rejects with; fails the test when it resolves. */
-async function rejection(promise: Promise<unknown>): Promise<AppError> {
-  const err: unknown = await promise.then(
-    () => new Error('expected a rejection'),
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(AppError);
-  return err as AppError;
-}
 
 /**
  * AccountsService.authenticateApiKey's caches against a real PostgreSQL: what it remembers (found keys,

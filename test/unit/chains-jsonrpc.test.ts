@@ -1,6 +1,4 @@
-import { Writable } from 'node:stream';
 import { Redis } from 'ioredis';
-import { pino } from 'pino';
 import { Registry } from 'prom-client';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { JsonRpcClient, RpcError, type JsonRpcClientOptions } from '../../src/chains/jsonrpc.js';
@@ -9,6 +7,7 @@ import { AppError } from '../../src/platform/errors.js';
 import { ByteBudget } from '../../src/platform/http-client.js';
 import { REDIS_URL, testRedisPrefix } from '../support/env.js';
 import { gzipBomb, JsonRpcStub, oversizedAnswer, StubRpcError, toJson } from '../support/jsonrpc-stub.js';
+import { capturingLogger } from '../support/logs.js';
 
 const TUNING = {
   deadlineMs: 3000,
@@ -527,16 +526,7 @@ describe('JsonRpcClient metrics and secrecy', () => {
   it('labels by provider name and bounded method, and never shows the URL in metrics, logs or errors', async () => {
     const s = await stub();
     const registry = new Registry();
-    const lines: string[] = [];
-    const logger = pino(
-      { level: 'trace' },
-      new Writable({
-        write(chunk: Buffer, _enc, done) {
-          lines.push(chunk.toString());
-          done();
-        },
-      }),
-    );
+    const { logger, lines } = capturingLogger('trace');
     const secretUrl = s.url('/v2/SECRET-API-KEY-123');
     s.reply = (req) => (req.calls[0]?.method === 'getHealth' ? { status: 500 } : undefined);
     const c = client([secretUrl], { metrics: registry, logger, retries: 0, circuitFailures: 1 });

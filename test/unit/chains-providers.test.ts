@@ -1,10 +1,9 @@
-import { Writable } from 'node:stream';
-import { pino } from 'pino';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ChainProviders, networksFromConfig } from '../../src/chains/providers.js';
 import { loadConfig } from '../../src/platform/config.js';
 import { JsonRpcStub } from '../support/jsonrpc-stub.js';
+import { capturingLogger } from '../support/logs.js';
 
 describe('ChainProviders', () => {
   let solanaStub: JsonRpcStub;
@@ -80,16 +79,7 @@ describe('ChainProviders', () => {
 
 describe('ChainProviders start-up warnings', () => {
   it('warns once per plain-http provider outside loopback, naming the provider and never the URL', () => {
-    const lines: string[] = [];
-    const logger = pino(
-      { level: 'info' },
-      new Writable({
-        write(chunk: Buffer, _enc, done) {
-          lines.push(chunk.toString());
-          done();
-        },
-      }),
-    );
+    const { logger, lines } = capturingLogger('info');
     const config = loadConfig({
       RISKWATCH_RPC_SOLANA_MAINNET: 'https://rpc.example/SOL-KEY,http://10.0.0.7:8899/IN-VPC-KEY',
       RISKWATCH_RPC_ETHEREUM_MAINNET: 'http://127.0.0.1:8545/LOCAL,http://localhost:8545/',

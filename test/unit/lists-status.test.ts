@@ -10,12 +10,12 @@ import { ListsCache } from '../../src/lists/cache.js';
 import { ListsService } from '../../src/lists/service.js';
 import { createRedis } from '../../src/platform/redis.js';
 import { loadConfig } from '../../src/platform/config.js';
-import { AppError } from '../../src/platform/errors.js';
 import { createLogger } from '../../src/platform/logger.js';
 import { connectOrm, type Orm } from '../../src/platform/orm.js';
 import { PROJECT_ROOT } from '../../src/platform/paths.js';
 import { createTestDatabase, REDIS_URL } from '../support/env.js';
 import { eventually } from '../support/service.js';
+import { rejection } from '../support/rejection.js';
 
 /** This file's own change channel (test files run in parallel on one Redis). */
 const CHANNEL = `rwtest:${process.pid}:lists:changed`;
@@ -32,15 +32,6 @@ const DELISTED_EVM = '0xAcBa122Cb40f7260F95E6722c3FC240AE68317D2';
 const LISTED_SOL = '5k8iuEj3HfV27qePWPj1XmtWEcc2FgcE9VuoX32vsZms';
 const UNLISTED_EVM = '0x1111111111111111111111111111111111111111';
 const UNLISTED_SOL = '8xDMMWeMZcMEavSWLJkk56cfnDdcEzhReuouQ9Dn82u7';
-
-async function rejection(promise: Promise<unknown>): Promise<AppError> {
-  const err: unknown = await promise.then(
-    () => new Error('expected a rejection'),
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(AppError);
-  return err as AppError;
-}
 
 /** ListsService against a migrated PostgreSQL database of this file's own. */
 describe('ListsService on PostgreSQL + ListsCache: sanctions import, deny/allow lists, status', () => {

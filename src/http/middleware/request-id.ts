@@ -1,15 +1,6 @@
 import type { Context, Next } from 'koa';
 import { newId } from '../../platform/ids.js';
 
-declare module 'koa' {
-  interface DefaultState {
-    /** Minted here for every request: the `request_id` of every log line, which no client can choose. */
-    serverRequestId: string;
-    /** A well-formed X-Request-Id the client sent (logged as `client_request_id`). */
-    clientRequestId?: string;
-  }
-}
-
 const VALID_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 /**
