@@ -71,7 +71,7 @@ export function accountRoutes(accounts: AccountsService) {
           expiresAt: body.expires_at ? new Date(body.expires_at) : null,
           createdBy: `jwt:${user.subject}`,
         });
-        return { status: 201, body: { ...view, key } };
+        return { status: 201 as const, body: { ...view, key } };
       },
     }),
     defineRoute({

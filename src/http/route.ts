@@ -12,12 +12,29 @@ export interface RouteResponse {
   headers?: Record<string, string>;
 }
 
-export interface RouteResult {
-  status?: number;
-  body: unknown;
-  headers?: Record<string, string>;
-  contentType?: string;
-}
+export type RouteResponses = Record<number, RouteResponse>;
+
+declare const jsonOf: unique symbol;
+/** JSON text serialised ahead (a hot path caches it), typed by the value it was made from. */
+export type JsonText<T> = string & { readonly [jsonOf]: T };
+export const jsonText = <T>(value: T): JsonText<T> => JSON.stringify(value) as JsonText<T>;
+
+/** The JSON a response's schema describes (anything, for a response documented without a schema). */
+type BodyOf<R extends RouteResponse> = R['schema'] extends z.ZodType
+  ? z.input<R['schema']> | JsonText<z.input<R['schema']>>
+  : unknown;
+
+/**
+ * What a handler returns: one of the route's documented responses, its body typed by that response's
+ * schema (the status may be left out for 200). So a handler cannot answer what the OpenAPI does not say.
+ */
+export type RouteResult<R extends RouteResponses = RouteResponses> = {
+  [S in keyof R & number]: (S extends 200 ? { status?: S } : { status: S }) & {
+    body: BodyOf<R[S]>;
+    headers?: Record<string, string>;
+    contentType?: string;
+  };
+}[keyof R & number];
 
 /**
  * One route: its path, credential, request schemas and responses. The same object registers the Koa
@@ -27,6 +44,7 @@ export interface RouteSpec<
   B extends z.ZodType = z.ZodType,
   Q extends z.ZodType = z.ZodType,
   P extends z.ZodType = z.ZodType,
+  R extends RouteResponses = RouteResponses,
 > {
   method: 'get' | 'post' | 'patch' | 'delete';
   /** OpenAPI-style template (`/api/account/api-keys/{id}`); also the `endpoint` label in usage and metrics. */
@@ -41,17 +59,21 @@ export interface RouteSpec<
   bodyLimitKb?: number;
   query?: Q;
   params?: P;
-  responses: Record<number, RouteResponse>;
+  responses: R;
   handler: (
     ctx: Context,
     input: { body: z.infer<B>; query: z.infer<Q>; params: z.infer<P> },
-  ) => Promise<RouteResult> | RouteResult;
+  ) => Promise<RouteResult<R>> | RouteResult<R>;
 }
 
-export function defineRoute<B extends z.ZodType, Q extends z.ZodType, P extends z.ZodType>(
-  spec: RouteSpec<B, Q, P>,
-): RouteSpec {
-  return spec;
+export function defineRoute<
+  B extends z.ZodType,
+  Q extends z.ZodType,
+  P extends z.ZodType,
+  const R extends RouteResponses,
+>(spec: RouteSpec<B, Q, P, R>): RouteSpec {
+  // The route list holds routes of every shape; each was checked against its own responses here.
+  return spec as unknown as RouteSpec;
 }
 
 /** Zod issues → `errors[]` of the problem document, one entry per field. */

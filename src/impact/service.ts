@@ -1,3 +1,4 @@
+import { jsonText, type JsonText } from '../http/route.js';
 import type { Logger } from '../platform/logger.js';
 import type { Orm } from '../platform/orm.js';
 
@@ -32,7 +33,7 @@ export interface ImpactBody {
  * query per request.
  */
 export class ImpactService {
-  private current: { body: ImpactBody; json: string } | undefined;
+  private current: { body: ImpactBody; json: JsonText<ImpactBody> } | undefined;
   private timer: NodeJS.Timeout | undefined;
   /** Counts not yet written, by metric, then by hour (epoch ms of the hour's start). */
   private pending = new Map<ImpactMetric, Map<number, number>>();
@@ -153,11 +154,11 @@ export class ImpactService {
       .execute<{ body: ImpactBody }[]>('select body from impact_snapshots where id = 1');
     const body = rows[0]?.body ?? (await this.refresh());
     // Serialized once per reload, not per request: the endpoint is hit by anyone, often.
-    this.current = { body, json: JSON.stringify(body) };
+    this.current = { body, json: jsonText(body) };
   }
 
   /** The latest snapshot, or undefined when none could be loaded yet (database unreachable since start). */
-  snapshot(): { body: ImpactBody; json: string } | undefined {
+  snapshot(): { body: ImpactBody; json: JsonText<ImpactBody> } | undefined {
     return this.current;
   }
 }

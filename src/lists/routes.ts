@@ -130,7 +130,7 @@ export function listRoutes(lists: ListsService) {
       handler: async (ctx, { params, body }) => {
         const key = apiKeyOf(ctx);
         const entry = await lists.addEntry(key.accountId, params.list, body, `api_key:${key.keyId}`);
-        return { status: 201, body: entry };
+        return { status: 201 as const, body: entry };
       },
     }),
     defineRoute({
