@@ -1,60 +1,15 @@
-import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { Registry } from 'prom-client';
 import { AppError } from '../platform/errors.js';
-import { GuardedHttpClient, type ByteBudget, type CappedResponse } from '../platform/http-client.js';
+import { GuardedHttpClient, type ByteBudget } from '../platform/http-client.js';
 import type { Logger } from '../platform/logger.js';
-import {
-  CircuitBreaker,
-  RedisRateGate,
-  Semaphore,
-  sleep,
-  TokenBucket,
-  unlimited,
-  type CircuitState,
-  type RateGate,
-} from './limits.js';
+import { Endpoint, rateGate, type ProviderTuning } from './jsonrpc-endpoint.js';
+import { canonicalJson, RpcError, sendJsonRpc, type Exchange, type Failure } from './jsonrpc-wire.js';
+import { sleep, type CircuitState } from './limits.js';
 import { RpcMetrics, type CallOutcome } from './rpc-metrics.js';
 
-/**
- * A JSON-RPC error object the node answered with. It is an answer, not a provider failure: never retried,
- * and analyzers can tell "not found / invalid params" (this) from "provider down" (`provider_unavailable`).
- */
-export class RpcError extends Error {
-  override readonly name = 'RpcError';
-
-  constructor(
-    readonly method: string,
-    readonly code: number,
-    readonly rpcMessage: string,
-    readonly data: unknown,
-    /** The configured provider name (`solana/mainnet#0`), never its URL. */
-    readonly provider: string,
-  ) {
-    super(`${method} failed on ${provider}: ${rpcMessage} (code ${code})`);
-  }
-}
-
-/** Tuning of the providers of one network (`chains.defaults`, overridden per network). */
-export interface ProviderTuning {
-  deadlineMs: number;
-  timeoutMs: number;
-  retries: number;
-  backoffBaseMs: number;
-  backoffMaxMs: number;
-  /** JSON-RPC calls per second per URL; 0 = no limit. */
-  ratePerS: number;
-  concurrency: number;
-  batchMax: number;
-  circuitFailures: number;
-  /** First cool-down of an open circuit; it doubles while the provider keeps failing, up to `circuitCooldownMs`. */
-  circuitCooldownMinMs: number;
-  circuitCooldownMs: number;
-  /** Largest answer read, in decoded bytes (after gzip/br): past it the attempt fails. */
-  maxResponseBytes: number;
-  /** Longest a provider's `Retry-After` keeps a URL idle. */
-  retryAfterMaxMs: number;
-}
+export { RpcError } from './jsonrpc-wire.js';
+export type { ProviderTuning } from './jsonrpc-endpoint.js';
 
 export interface JsonRpcClientOptions extends ProviderTuning {
   /** `solana/mainnet`: names the providers (`solana/mainnet#0`, …) in messages, logs and metrics. */
@@ -101,41 +56,6 @@ interface PendingCall {
   lastFailure?: Failure;
   resolve(value: unknown): void;
   reject(err: Error): void;
-}
-
-interface Failure {
-  outcome: Exclude<CallOutcome, 'ok' | 'rpc_error'>;
-  reason: string;
-  retryAfterMs?: number;
-  /** 429s say "slow down", not "broken": they do not count towards opening the circuit. */
-  countsForCircuit: boolean;
-  /** The same request to the same URL would fail the same way (an oversized answer): only failover helps. */
-  final?: boolean;
-}
-
-interface RpcResponse {
-  result?: unknown;
-  error?: { code: number; message: string; data?: unknown };
-}
-
-type Exchange = { ok: true; responses: Map<number, RpcResponse> } | { ok: false; failure: Failure };
-
-class Endpoint {
-  blockedUntil = 0;
-  readonly circuit: CircuitBreaker;
-  readonly slots: Semaphore;
-
-  constructor(
-    readonly name: string,
-    readonly url: string,
-    readonly rate: RateGate,
-    concurrency: number,
-    circuit: { failures: number; cooldownMinMs: number; cooldownMaxMs: number },
-    onCircuit: (state: CircuitState) => void,
-  ) {
-    this.slots = new Semaphore(concurrency);
-    this.circuit = new CircuitBreaker(circuit.failures, circuit, onCircuit);
-  }
 }
 
 /**
@@ -507,7 +427,11 @@ export class JsonRpcClient {
     const timeoutMs = Math.max(1, Math.min(this.tuning.timeoutMs, deadlineAt - Date.now()));
     const messages = calls.map((c) => ({ jsonrpc: '2.0', id: c.id, method: c.method, params: c.params }));
     const started = performance.now();
-    const result = await this.send(endpoint, calls.length === 1 ? messages[0] : messages, timeoutMs);
+    const result = await sendJsonRpc(this.http, endpoint.url, calls.length === 1 ? messages[0] : messages, {
+      timeoutMs,
+      maxResponseBytes: this.tuning.maxResponseBytes,
+      retryAfterMaxMs: this.tuning.retryAfterMaxMs,
+    });
     const seconds = (performance.now() - started) / 1000;
     if (this.metrics) {
       for (const call of calls) {
@@ -525,60 +449,6 @@ export class JsonRpcClient {
       }
     }
     return result;
-  }
-
-  private async send(endpoint: Endpoint, body: unknown, timeoutMs: number): Promise<Exchange> {
-    let response: CappedResponse;
-    try {
-      response = await this.http.request(endpoint.url, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', accept: 'application/json' },
-        body: JSON.stringify(body),
-        timeoutMs,
-        maxBytes: this.tuning.maxResponseBytes,
-      });
-    } catch (err) {
-      const e = err as Error & { code?: string };
-      if (e.name === 'TimeoutError') return failed('timeout', `no answer within ${timeoutMs} ms`);
-      if (e.code === 'EENCODING' || e.code?.startsWith('Z_'))
-        return failed('bad_response', `the answer could not be decoded (${e.code})`);
-      // Only the error code: messages may quote the URL.
-      return failed('network_error', `network error (${e.code ?? e.name})`);
-    }
-    const { status, text } = response;
-    // A JSON-RPC endpoint has no reason to redirect; following one could lead anywhere.
-    if (status >= 300 && status < 400)
-      return failed('http_3xx', `HTTP ${status}: a redirect, which is never followed`);
-    if (response.dropped === 'too_large')
-      return {
-        ok: false,
-        failure: {
-          outcome: 'too_large',
-          reason: `the answer exceeded ${this.tuning.maxResponseBytes} bytes (chains.defaults.max_response_mib)`,
-          countsForCircuit: true,
-          final: true,
-        },
-      };
-    // Not the provider's fault, and transient: other answers were holding the process budget.
-    if (response.dropped === 'over_budget' || text === undefined)
-      return failed(
-        'too_large',
-        'answers being read at once exceeded the process budget (chains.defaults.max_buffered_mib)',
-        undefined,
-        false,
-      );
-    const retryAfter = parseRetryAfter(headerValue(response.headers['retry-after']));
-    const retryAfterMs =
-      retryAfter === undefined ? undefined : Math.min(retryAfter, this.tuning.retryAfterMaxMs);
-    if (status === 429)
-      return failed('http_429', 'HTTP 429 (rate limited by the provider)', retryAfterMs, false);
-    if (status >= 500 || status === 408) return failed('http_5xx', `HTTP ${status}`, retryAfterMs);
-    const parsed = parseResponses(text, Array.isArray(body) ? undefined : (body as { id: number }).id);
-    if (status >= 200 && status < 300)
-      return parsed ?? failed('bad_response', 'the answer was not valid JSON-RPC (garbled or truncated)');
-    // Some providers answer a JSON-RPC error with a 4xx status: still an answer when it parses as one.
-    if (parsed?.ok && parsed.responses.size > 0) return parsed;
-    return failed('http_4xx', `HTTP ${status}`);
   }
 
   private fail(calls: PendingCall[], last?: Failure, why?: string): void {
@@ -612,99 +482,4 @@ export class JsonRpcClient {
     if (state === 'open') this.logger?.warn({ provider }, 'rpc provider circuit opened');
     else if (state === 'closed') this.logger?.info({ provider }, 'rpc provider circuit closed');
   }
-}
-
-function failed(
-  outcome: Failure['outcome'],
-  reason: string,
-  retryAfterMs?: number,
-  countsForCircuit = true,
-): Exchange {
-  return { ok: false, failure: { outcome, reason, retryAfterMs, countsForCircuit } };
-}
-
-function rateGate(options: JsonRpcClientOptions, url: string): RateGate {
-  if (options.ratePerS <= 0) return unlimited;
-  if (!options.redis) return new TokenBucket(options.ratePerS);
-  // The budget belongs to the URL (its API key), so the key is derived from it, hashed: never stored.
-  const urlHash = createHash('sha256').update(url).digest('hex').slice(0, 16);
-  return new RedisRateGate(
-    options.redis,
-    `${options.redisKeyPrefix ?? ''}rpc-rate`,
-    urlHash,
-    options.ratePerS,
-  );
-}
-
-const headerValue = (value: string | string[] | undefined): string | null =>
-  (Array.isArray(value) ? value[0] : value) ?? null;
-
-/** `Retry-After` as delay-seconds or an HTTP date, in ms; undefined when absent or unreadable. */
-export function parseRetryAfter(header: string | null, now = Date.now()): number | undefined {
-  if (!header) return undefined;
-  const value = header.trim();
-  if (/^\d+$/.test(value)) return Number(value) * 1000;
-  const at = Date.parse(value);
-  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
-}
-
-/**
- * JSON with integers beyond 2^53 kept exact as bigint (Solana's u64 lamports and amounts are JSON
- * numbers). Uses the reviver's source text (Node 22+).
- */
-export function parseJson(text: string): unknown {
-  const revive = (_key: string, value: unknown, context?: { source?: string }): unknown =>
-    typeof value === 'number' &&
-    !Number.isSafeInteger(value) &&
-    context?.source !== undefined &&
-    /^-?\d+$/.test(context.source)
-      ? BigInt(context.source)
-      : value;
-  return JSON.parse(text, revive);
-}
-
-/**
- * The responses of a JSON-RPC body, by id; undefined when the body is not JSON-RPC. `singleId` is the id
- * of a lone (non-batch) request: an error answered with `id: null` (a parse or invalid-request error)
- * belongs to it.
- */
-function parseResponses(text: string, singleId?: number): Exchange | undefined {
-  let body: unknown;
-  try {
-    body = parseJson(text);
-  } catch {
-    return undefined;
-  }
-  const items = Array.isArray(body) ? body : [body];
-  if (singleId === undefined && !Array.isArray(body)) return undefined;
-  const responses = new Map<number, RpcResponse>();
-  for (const item of items) {
-    if (typeof item !== 'object' || item === null) return undefined;
-    const r = item as { id?: unknown; result?: unknown; error?: unknown };
-    const id = r.id === null && singleId !== undefined ? singleId : r.id;
-    if (typeof id !== 'number') continue;
-    if (r.error !== undefined && r.error !== null) {
-      const e = r.error as { code?: unknown; message?: unknown; data?: unknown } | null;
-      if (typeof e?.code !== 'number') return undefined;
-      responses.set(id, {
-        error: { code: e.code, message: typeof e.message === 'string' ? e.message : '', data: e.data },
-      });
-    } else if ('result' in r) {
-      responses.set(id, { result: r.result });
-    }
-  }
-  return { ok: true, responses };
-}
-
-/** Params as canonical JSON (object keys sorted): the single-flight key. */
-export function canonicalJson(value: unknown): string {
-  if (typeof value === 'bigint') return `"${value}n"`;
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  if (value !== null && typeof value === 'object') {
-    const entries = Object.entries(value as Record<string, unknown>)
-      .filter(([, v]) => v !== undefined)
-      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
-  }
-  return JSON.stringify(value) ?? 'null';
 }
