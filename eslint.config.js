@@ -1,5 +1,95 @@
+import { readdirSync } from 'node:fs';
+import { join, relative } from 'node:path';
 import js from '@eslint/js';
+import importX, { createNodeResolver } from 'eslint-plugin-import-x';
 import tseslint from 'typescript-eslint';
+
+/*
+ * Imports point one way (README, "Layout"):
+ *
+ *   src/platform ← src/http ← features ← src/config.ts ← src/runtime.ts ← src/api.ts, workers/ ← src/main.ts
+ *
+ * - src/platform (configuration machinery, logger, errors, connections, metrics, shutdown) imports nothing
+ *   else of src/.
+ * - src/http is a toolkit (app factory, middleware, route specs, OpenAPI, docs, problem+json, the server):
+ *   it imports only src/platform. It knows no feature; src/api.ts hands it the features' routes.
+ * - Features are the other folders of src/: accounts, chains, risk, lists, usage, impact, health, jobs (the
+ *   job contracts) and db (the entity list and migrations). They never import the assembly above them:
+ *   settings are declared in the feature's settings.ts, services arrive as constructor arguments.
+ * - A feature uses another feature through its services, types, settings and pure functions, never through
+ *   its entities (listed only by src/db/config.ts), its routes (served only by src/api.ts) or its CLI
+ *   commands (registered only by src/main.ts).
+ * - The assembly: src/config.ts composes the features' settings, src/runtime.ts builds the services,
+ *   src/api.ts (the api role) and workers/ (the worker and scheduler roles) run them. src/main.ts, the
+ *   command line, is the one file of src/ that imports workers/.
+ */
+const ROOT = import.meta.dirname;
+const FEATURES = readdirSync(join(ROOT, 'src'), { withFileTypes: true })
+  .filter((entry) => entry.isDirectory() && !['platform', 'http'].includes(entry.name))
+  .map((entry) => entry.name);
+
+const LAYERS = [
+  {
+    target: 'src/platform',
+    from: 'src',
+    except: ['./platform'],
+    message: 'src/platform is the bottom layer: it imports nothing else of src/.',
+  },
+  {
+    target: 'src/http',
+    from: 'src',
+    except: ['./platform', './http'],
+    message: 'src/http is the toolkit: it imports only src/platform (src/api.ts gives it the features).',
+  },
+  {
+    target: FEATURES.map((feature) => `src/${feature}`),
+    from: ['src/config.ts', 'src/runtime.ts', 'src/api.ts', 'src/main.ts'],
+    message:
+      'a feature never imports the assembly: declare settings in its settings.ts, take services as arguments.',
+  },
+  ...FEATURES.map((feature) => ({
+    target: `src/${feature}`,
+    from: [feature === 'db' ? 'src/*/{routes,cli}.ts' : `src/!(${feature})/{entities,routes,cli}.ts`],
+    message: "use another feature's service, not its entities, routes or CLI commands.",
+  })),
+  { target: 'src/config.ts', from: ['src/runtime.ts', 'src/api.ts'], message: 'the assembly runs one way.' },
+  { target: 'src/runtime.ts', from: 'src/api.ts', message: 'the assembly runs one way.' },
+  {
+    target: ['src/*/**', 'src/!(main).ts'],
+    from: 'workers',
+    message: 'nothing in src/ imports workers/ but src/main.ts, which starts them.',
+  },
+  { target: 'workers', from: 'src/api.ts', message: 'workers/ and src/api.ts are roles side by side.' },
+  {
+    target: ['src', 'workers'],
+    from: 'src/main.ts',
+    message: 'src/main.ts is the entry point: nothing imports it.',
+  },
+];
+
+/*
+ * The imports that still break the rule, each in one file (any other import there is checked); delete an
+ * entry once its import is gone.
+ */
+const TOLERATED = {
+  // connectOrm needs the entity list: it belongs with it in src/db.
+  'src/platform/orm.ts': 'src/db/config.ts',
+  // The usage hook and the API-key principal belong to src/http as interfaces that features implement.
+  'src/http/app.ts': 'src/usage/recorder.ts',
+  'src/http/state.ts': 'src/accounts/service.ts',
+  'src/http/middleware/auth.ts': 'src/accounts/service.ts',
+};
+
+const restrictedPaths = (zones) => ['error', { basePath: ROOT, zones }];
+/** LAYERS, with `allowed` excepted in the zones that hold `file` and forbid it. */
+const tolerating = (file, allowed) =>
+  LAYERS.map((zone) =>
+    typeof zone.from === 'string' &&
+    [zone.target].flat().some((target) => file.startsWith(`${target}/`)) &&
+    allowed.startsWith(`${zone.from}/`)
+      ? { ...zone, except: [...(zone.except ?? []), `./${relative(zone.from, allowed)}`] }
+      : zone,
+  );
 
 export default tseslint.config(
   { ignores: ['dist/', 'node_modules/', 'src/db/migrations/Migration*.ts'] },
@@ -17,5 +107,18 @@ export default tseslint.config(
       '@typescript-eslint/consistent-type-imports': 'error',
     },
   },
+  {
+    files: ['src/**/*.ts', 'workers/**/*.ts'],
+    plugins: { 'import-x': importX },
+    settings: {
+      // `./x.js` in an import is the TypeScript file `./x.ts`.
+      'import-x/resolver-next': [createNodeResolver({ extensionAlias: { '.js': ['.ts', '.js'] } })],
+    },
+    rules: { 'import-x/no-restricted-paths': restrictedPaths(LAYERS) },
+  },
+  ...Object.entries(TOLERATED).map(([file, allowed]) => ({
+    files: [file],
+    rules: { 'import-x/no-restricted-paths': restrictedPaths(tolerating(file, allowed)) },
+  })),
   { files: ['eslint.config.js'], extends: [tseslint.configs.disableTypeChecked] },
 );

@@ -4,11 +4,11 @@ import type { Redis } from 'ioredis';
 import { AccountsService } from './accounts/service.js';
 import { ChainProviders } from './chains/providers.js';
 import { chainNames } from './chains/registry.js';
+import { loadConfig, type Config } from './config.js';
 import { JobQueues } from './jobs/queues.js';
 import { ImpactService } from './impact/service.js';
 import { ListsCache, listsChannel } from './lists/cache.js';
 import { ListsService } from './lists/service.js';
-import { loadConfig, type Config } from './platform/config.js';
 import { createLogger, type Logger } from './platform/logger.js';
 import { Metrics } from './platform/metrics.js';
 import { connectOrm, type Orm } from './platform/orm.js';
@@ -100,7 +100,6 @@ export async function createRuntime(role: string, config: Readonly<Config> = loa
       redis,
       redisKeyPrefix: config.redis.key_prefix,
       lists: listsCache,
-      impact,
       logger,
       settings: config.risk,
       walletImplementations: mergeKnownWalletImplementations(

@@ -1,5 +1,5 @@
 import { hostname } from 'node:os';
-import { Worker, type Job } from 'bullmq';
+import { Worker } from 'bullmq';
 import { startHeartbeat } from '../src/jobs/heartbeat.js';
 import { JOB_NAMES, type JobName } from '../src/jobs/queues.js';
 import { createBullConnection, createRedis } from '../src/platform/redis.js';
@@ -7,12 +7,11 @@ import type { Runtime } from '../src/runtime.js';
 import { usageStreamKey } from '../src/usage/recorder.js';
 import { UsageDrain } from '../src/usage/drain.js';
 import { impactRefresh } from './impact-refresh.worker.js';
+import { checkHandlers, jobProcessor, type JobHandlers } from './job-handler.js';
 import { usagePrune } from './usage-prune.worker.js';
 
-type Handler = (job: Job) => Promise<unknown>;
-
-/** Exactly one handler per job name; start-up fails if the two lists ever disagree. */
-function handlers(rt: Runtime): Record<JobName, Handler> {
+/** One handler per job name (the type says so; checkHandlers says so again at start-up). */
+function handlers(rt: Runtime): JobHandlers {
   return {
     'impact-refresh': impactRefresh(rt),
     'usage-prune': usagePrune(rt),
@@ -23,16 +22,12 @@ function handlers(rt: Runtime): Record<JobName, Handler> {
 export function startWorkers(rt: Runtime): void {
   const { config, logger } = rt;
   const table = handlers(rt);
-  const missing = JOB_NAMES.filter((n) => !table[n]);
-  const extra = Object.keys(table).filter((n) => !JOB_NAMES.includes(n as JobName));
-  if (missing.length || extra.length)
-    throw new Error(
-      `job handlers out of step: missing [${missing.join(', ')}], unknown [${extra.join(', ')}]`,
-    );
+  checkHandlers(table);
+  const processorOf = <N extends JobName>(name: N) => jobProcessor(name, table[name]);
 
   const connection = createBullConnection(config.redis.url);
   const workers = JOB_NAMES.map((name) => {
-    const worker = new Worker(name, table[name], {
+    const worker = new Worker(name, processorOf(name), {
       connection,
       prefix: `${config.redis.key_prefix}bull`,
       concurrency: 2,

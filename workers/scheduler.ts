@@ -1,28 +1,24 @@
 import cron from 'node-cron';
-import type { JobName } from '../src/jobs/queues.js';
+import { JOBS, SCHEDULED_JOB_NAMES, scheduledJobId } from '../src/jobs/queues.js';
 import type { Runtime } from '../src/runtime.js';
 
 /**
- * The `scheduler` role: cron ticks that only enqueue. The job id is the job name plus the tick's
- * scheduled time, so every scheduler replica enqueues the same id and BullMQ runs it once.
+ * The `scheduler` role: cron ticks that only enqueue. Each periodic job's contract (src/jobs/queues.ts)
+ * names the setting holding its cron expression; every scheduler replica enqueues the same id for the
+ * same tick, so BullMQ runs it once.
  */
 export function startScheduler(rt: Runtime): void {
   const { config, logger, queues } = rt;
-  const schedules: [JobName, string][] = [
-    ['impact-refresh', config.scheduler.impact_refresh_cron],
-    ['usage-prune', config.scheduler.usage_prune_cron],
-  ];
+  const schedules = SCHEDULED_JOB_NAMES.map((name) => [name, config.scheduler[JOBS[name].cron]] as const);
   const tasks = schedules.map(([name, expression]) =>
     cron.schedule(
       expression,
       async (ctx) => {
-        const scheduledAt = ctx.date.toISOString();
         try {
           await queues.enqueue(
             name,
-            { scheduled_at: scheduledAt },
-            // BullMQ refuses custom ids containing ':' (its own key separator).
-            `${name}-${Math.floor(ctx.date.getTime() / 1000)}`,
+            { scheduled_at: ctx.date.toISOString() },
+            scheduledJobId(name, ctx.date),
           );
         } catch (err) {
           logger.warn({ job: name, err: { message: (err as Error).message } }, 'enqueue failed');

@@ -1,7 +1,8 @@
 import { InvalidArgumentError, type Command } from 'commander';
-import type { Config } from '../platform/config.js';
 import { connectOrm } from '../platform/orm.js';
-import { AccountsService, type ApiKeyView } from './service.js';
+import { presentAccount, presentApiKey, presentCreatedKey, presentEntitlement } from './present.js';
+import { AccountsService, type ApiKeyInfo } from './service.js';
+import type { AccountsCommandsConfig as Config } from './settings.js';
 
 type Print = (line: string) => void;
 
@@ -50,7 +51,7 @@ export function registerAccountCommands(
       const account = await withService((s) =>
         s.createAccount({ name: opts.name, ...(opts.orgId ? { orgId: opts.orgId } : {}) }),
       );
-      json({ id: account.id, name: account.name, org_id: account.orgId, created_at: account.createdAt });
+      json(presentAccount(account));
     });
 
   const entitlements = program.command('entitlements').description('manage Enterprise entitlements');
@@ -60,14 +61,13 @@ export function registerAccountCommands(
     .option('--expires-at <date>', 'RFC 3339 expiry, or "never"', asDate)
     .option('--rate-limit-per-min <n>', 'API requests per minute per key', asPositiveInt)
     .action(async (account: string, opts: { expiresAt?: Date | null; rateLimitPerMin?: number }) => {
-      json(
-        await withService((s) =>
-          s.grantEntitlement(account, {
-            ...(opts.expiresAt !== undefined ? { expiresAt: opts.expiresAt } : {}),
-            ...(opts.rateLimitPerMin !== undefined ? { rateLimitPerMin: opts.rateLimitPerMin } : {}),
-          }),
-        ),
+      const entitlement = await withService((s) =>
+        s.grantEntitlement(account, {
+          ...(opts.expiresAt !== undefined ? { expiresAt: opts.expiresAt } : {}),
+          ...(opts.rateLimitPerMin !== undefined ? { rateLimitPerMin: opts.rateLimitPerMin } : {}),
+        }),
       );
+      json(presentEntitlement(entitlement));
     });
   for (const [verb, status] of [
     ['suspend', 'suspended'],
@@ -77,7 +77,7 @@ export function registerAccountCommands(
       .command(`${verb} <account>`)
       .description(`${verb} the Enterprise entitlement of an account`)
       .action(async (account: string) =>
-        json(await withService((s) => s.setEntitlementStatus(account, status))),
+        json(presentEntitlement(await withService((s) => s.setEntitlementStatus(account, status)))),
       );
   }
 
@@ -92,32 +92,32 @@ export function registerAccountCommands(
         const acc = await s.getAccount(account);
         return s.createKey(acc.id, { name: opts.name, expiresAt: opts.expiresAt ?? null, createdBy: 'cli' });
       });
-      json({ ...created.view, key: created.key });
+      json(presentCreatedKey(created));
     });
   keys
     .command('list <account>')
     .description("list an account's API keys (prefixes only), newest first")
-    .action(async (account: string) =>
-      json(
-        await withService(async (s) => {
-          const { id } = await s.getAccount(account);
-          const keys: ApiKeyView[] = [];
-          let cursor: string | undefined;
-          do {
-            const page = await s.listKeys(id, { limit: 1000, cursor });
-            keys.push(...page.data);
-            cursor = page.next_cursor ?? undefined;
-          } while (cursor);
-          return keys;
-        }),
-      ),
-    );
+    .action(async (account: string) => {
+      const keys = await withService(async (s) => {
+        const { id } = await s.getAccount(account);
+        const all: ApiKeyInfo[] = [];
+        let cursor: string | undefined;
+        do {
+          const page = await s.listKeys(id, { limit: 1000, cursor });
+          all.push(...page.items);
+          cursor = page.nextCursor ?? undefined;
+        } while (cursor);
+        return all;
+      });
+      json(keys.map(presentApiKey));
+    });
   keys
     .command('revoke <account> <keyId>')
     .description('revoke an API key (refused on every replica within 5 s)')
-    .action(async (account: string, keyId: string) =>
-      json(await withService(async (s) => s.revokeKey((await s.getAccount(account)).id, keyId))),
-    );
+    .action(async (account: string, keyId: string) => {
+      const revoked = await withService(async (s) => s.revokeKey((await s.getAccount(account)).id, keyId));
+      json(presentApiKey(revoked));
+    });
 
   program
     .command('bootstrap')
@@ -131,7 +131,7 @@ export function registerAccountCommands(
       );
       print(`account      ${out.account.id} (org_id ${out.account.orgId})`);
       print(
-        `entitlement  ${out.entitlement.plan} ${out.entitlement.status}, ${out.entitlement.rate_limit_per_min}/min`,
+        `entitlement  ${out.entitlement.plan} ${out.entitlement.status}, ${out.entitlement.rateLimitPerMin}/min`,
       );
       if (out.created) {
         print(`api key      ${out.created.key}`);

@@ -16,6 +16,10 @@ export type Account = InferEntity<typeof AccountSchema>;
 export const ENTITLEMENT_STATUSES = ['active', 'suspended', 'revoked'] as const;
 export type EntitlementStatus = (typeof ENTITLEMENT_STATUSES)[number];
 
+/** A key's state at a given moment (derived from `revokedAt` and `expiresAt`, not stored). */
+export const API_KEY_STATUSES = ['active', 'expired', 'revoked'] as const;
+export type ApiKeyStatus = (typeof API_KEY_STATUSES)[number];
+
 /** One Enterprise entitlement per account; grant/suspend/revoke move its status. */
 export const EntitlementSchema = defineEntity({
   name: 'Entitlement',

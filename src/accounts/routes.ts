@@ -1,45 +1,15 @@
-import { z } from 'zod';
-import { defineRoute, pageQuery } from '../http/route.js';
+import { defineRoute } from '../http/route.js';
 import { userOf } from '../http/state.js';
+import { presentApiKey, presentApiKeyPage, presentCreatedKey } from './present.js';
+import {
+  apiKeyPageSchema,
+  apiKeySchema,
+  createdApiKeySchema,
+  createKeyRequestSchema,
+  keyIdParamsSchema,
+  listKeysQuerySchema,
+} from './schemas.js';
 import type { AccountsService } from './service.js';
-
-export const apiKeyViewSchema = z
-  .object({
-    id: z.string(),
-    name: z.string(),
-    prefix: z.string().meta({ description: 'First 8 characters of the key, for recognising it.' }),
-    created_at: z.string(),
-    created_by: z.string(),
-    expires_at: z.string().nullable(),
-    revoked_at: z.string().nullable(),
-    status: z.enum(['active', 'expired', 'revoked']),
-  })
-  .meta({ id: 'ApiKey' });
-
-const createKeyBody = z
-  .object({
-    name: z.string().trim().min(1).max(200),
-    expires_at: z.iso.datetime({ offset: true }).nullable().optional(),
-  })
-  .strict();
-
-const keyIdParams = z.object({ id: z.string().min(1).max(40) });
-
-const listKeysQuery = z
-  .object({
-    ...pageQuery,
-  })
-  .strict();
-
-const apiKeyPage = z
-  .object({
-    data: z.array(apiKeyViewSchema),
-    next_cursor: z
-      .string()
-      .nullable()
-      .meta({ description: 'Pass as `cursor` for the next page; null on the last page.' }),
-  })
-  .meta({ id: 'ApiKeyPage' });
 
 /** Self-service API keys for JWT users holding the key-admin role, always scoped to the token's account. */
 export function accountRoutes(accounts: AccountsService) {
@@ -51,11 +21,11 @@ export function accountRoutes(accounts: AccountsService) {
       summary: 'Create an API key (the raw key is returned once)',
       tag: 'Account',
       auth: 'jwt_key_admin',
-      body: createKeyBody,
+      body: createKeyRequestSchema,
       responses: {
         201: {
           description: 'Created; `key` is shown only in this response',
-          schema: apiKeyViewSchema.extend({ key: z.string() }).meta({ id: 'CreatedApiKey' }),
+          schema: createdApiKeySchema,
         },
         409: {
           description:
@@ -66,12 +36,12 @@ export function accountRoutes(accounts: AccountsService) {
       },
       handler: async (ctx, { body }) => {
         const user = userOf(ctx);
-        const { key, view } = await accounts.createKey(user.accountId, {
+        const created = await accounts.createKey(user.accountId, {
           name: body.name,
           expiresAt: body.expires_at ? new Date(body.expires_at) : null,
           createdBy: `jwt:${user.subject}`,
         });
-        return { status: 201 as const, body: { ...view, key } };
+        return { status: 201 as const, body: presentCreatedKey(created) };
       },
     }),
     defineRoute({
@@ -84,10 +54,10 @@ export function accountRoutes(accounts: AccountsService) {
         '`limit` and the opaque `next_cursor`.',
       tag: 'Account',
       auth: 'jwt_key_admin',
-      query: listKeysQuery,
-      responses: { 200: { description: 'One page of keys', schema: apiKeyPage } },
+      query: listKeysQuerySchema,
+      responses: { 200: { description: 'One page of keys', schema: apiKeyPageSchema } },
       handler: async (ctx, { query }) => ({
-        body: await accounts.listKeys(userOf(ctx).accountId, query),
+        body: presentApiKeyPage(await accounts.listKeys(userOf(ctx).accountId, query)),
       }),
     }),
     defineRoute({
@@ -97,10 +67,10 @@ export function accountRoutes(accounts: AccountsService) {
       summary: 'Revoke an API key (effective on every replica within 5 s)',
       tag: 'Account',
       auth: 'jwt_key_admin',
-      params: keyIdParams,
-      responses: { 200: { description: 'The revoked key', schema: apiKeyViewSchema } },
+      params: keyIdParamsSchema,
+      responses: { 200: { description: 'The revoked key', schema: apiKeySchema } },
       handler: async (ctx, { params }) => ({
-        body: await accounts.revokeKey(userOf(ctx).accountId, params.id),
+        body: presentApiKey(await accounts.revokeKey(userOf(ctx).accountId, params.id)),
       }),
     }),
   ];

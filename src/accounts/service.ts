@@ -1,7 +1,7 @@
 import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { LRUCache } from 'lru-cache';
-import { decodeCursor, keysetPage } from '../platform/cursor.js';
+import { decodeCursor, keysetPage, type Page } from '../platform/cursor.js';
 import { AppError, conflict, notFound } from '../platform/errors.js';
 import { newId } from '../platform/ids.js';
 import type { Orm } from '../platform/orm.js';
@@ -12,6 +12,7 @@ import {
   EntitlementSchema,
   type Account,
   type ApiKey,
+  type ApiKeyStatus,
   type Entitlement,
   type EntitlementStatus,
 } from './entities.js';
@@ -40,29 +41,34 @@ interface KeyRow {
   rate_limit_per_min: number | null;
 }
 
-export interface ApiKeyView {
+/** An API key as the service shows it: everything but its hash, and its status at the time of the call. */
+export interface ApiKeyInfo {
   id: string;
   name: string;
   prefix: string;
-  created_at: string;
-  created_by: string;
-  expires_at: string | null;
-  revoked_at: string | null;
-  status: 'active' | 'expired' | 'revoked';
+  createdAt: Date;
+  createdBy: string;
+  expiresAt: Date | null;
+  revokedAt: Date | null;
+  status: ApiKeyStatus;
 }
 
-export interface EntitlementView {
-  account_id: string;
+/** A new key: the raw key (shown once, never stored) and the stored key. */
+export interface CreatedKey {
+  key: string;
+  view: ApiKeyInfo;
+}
+
+/** An account's Enterprise entitlement, judged at the time of the call, with the rate limit in force. */
+export interface EnterpriseEntitlement {
+  accountId: string;
   plan: string;
   status: EntitlementStatus;
+  /** Active and not expired: the account's keys work. */
   active: boolean;
-  expires_at: string | null;
-  rate_limit_per_min: number;
-}
-
-export interface ApiKeyPage {
-  data: ApiKeyView[];
-  next_cursor: string | null;
+  expiresAt: Date | null;
+  /** The entitlement's own limit, else the configured default. */
+  rateLimitPerMin: number;
 }
 
 export interface AccountsOptions {
@@ -74,8 +80,6 @@ export interface AccountsOptions {
   /** `auth.max_api_keys_per_account`: active keys an account may hold (unset: no ceiling). */
   maxKeysPerAccount?: number | undefined;
 }
-
-const iso = (d: Date | null | undefined) => (d ? d.toISOString() : null);
 
 /** An LRU of at most `max` entries, each gone `ttlMs` after it was stored (use does not extend it). 0: none. */
 function expiringLru<V extends object | boolean>(max: number, ttlMs: number): LRUCache<string, V> | null {
@@ -136,7 +140,7 @@ export class AccountsService {
   async grantEntitlement(
     accountRef: string,
     input: { expiresAt?: Date | null; rateLimitPerMin?: number | null },
-  ): Promise<EntitlementView> {
+  ): Promise<EnterpriseEntitlement> {
     const account = await this.getAccount(accountRef);
     const em = this.orm.em.fork();
     let entitlement = await em.findOne(EntitlementSchema, { account: account.id, plan: ENTERPRISE_PLAN });
@@ -155,29 +159,32 @@ export class AccountsService {
       if (input.rateLimitPerMin !== undefined) entitlement.rateLimitPerMin = input.rateLimitPerMin;
     }
     await em.persist(entitlement).flush();
-    return this.entitlementView(account.id, entitlement);
+    return this.entitlementOf(account.id, entitlement);
   }
 
-  async setEntitlementStatus(accountRef: string, status: 'suspended' | 'revoked'): Promise<EntitlementView> {
+  async setEntitlementStatus(
+    accountRef: string,
+    status: 'suspended' | 'revoked',
+  ): Promise<EnterpriseEntitlement> {
     const account = await this.getAccount(accountRef);
     const em = this.orm.em.fork();
     const entitlement = await em.findOne(EntitlementSchema, { account: account.id, plan: ENTERPRISE_PLAN });
     if (!entitlement) throw notFound(`An Enterprise entitlement of account "${accountRef}"`);
     entitlement.status = status;
     await em.flush();
-    return this.entitlementView(account.id, entitlement);
+    return this.entitlementOf(account.id, entitlement);
   }
 
-  async getEntitlement(accountId: string): Promise<EntitlementView | null> {
+  async getEntitlement(accountId: string): Promise<EnterpriseEntitlement | null> {
     const em = this.orm.em.fork();
     const entitlement = await em.findOne(EntitlementSchema, { account: accountId, plan: ENTERPRISE_PLAN });
-    return entitlement ? this.entitlementView(accountId, entitlement) : null;
+    return entitlement ? this.entitlementOf(accountId, entitlement) : null;
   }
 
   async createKey(
     accountId: string,
     input: { name: string; expiresAt?: Date | null; createdBy: string },
-  ): Promise<{ key: string; view: ApiKeyView }> {
+  ): Promise<CreatedKey> {
     if (input.expiresAt && input.expiresAt.getTime() <= Date.now())
       throw new AppError('invalid_request', 'expires_at must be in the future.', {
         errors: [{ path: 'expires_at', message: 'must be in the future' }],
@@ -198,7 +205,7 @@ export class AccountsService {
       await em.persist(created).flush();
       return created;
     });
-    return { key: raw, view: this.keyView(record) };
+    return { key: raw, view: this.keyInfo(record) };
   }
 
   /**
@@ -230,7 +237,10 @@ export class AccountsService {
   }
 
   /** One page of the account's keys (revoked and expired ones included), newest first. */
-  async listKeys(accountId: string, q: { limit: number; cursor?: string | undefined }): Promise<ApiKeyPage> {
+  async listKeys(
+    accountId: string,
+    q: { limit: number; cursor?: string | undefined },
+  ): Promise<Page<ApiKeyInfo>> {
     const after = q.cursor ? decodeCursor(q.cursor, 'key') : undefined;
     const at = after ? new Date(after.at) : undefined;
     const keys = await this.orm.em.fork().find(
@@ -242,14 +252,14 @@ export class AccountsService {
       { orderBy: { createdAt: 'desc', id: 'desc' }, limit: q.limit + 1 },
     );
     return keysetPage(
-      keys.map((k) => this.keyView(k)),
+      keys.map((k) => this.keyInfo(k)),
       q.limit,
-      (k) => ({ at: k.created_at, id: k.id }),
+      (k) => ({ at: k.createdAt.toISOString(), id: k.id }),
     );
   }
 
   /** Revokes a key of this account; another account's key id is simply not found. Idempotent. */
-  async revokeKey(accountId: string, keyId: string): Promise<ApiKeyView> {
+  async revokeKey(accountId: string, keyId: string): Promise<ApiKeyInfo> {
     const em = this.orm.em.fork();
     const key = await em.findOne(ApiKeySchema, { id: keyId, account: accountId });
     if (!key) throw notFound(`API key "${keyId}"`);
@@ -259,7 +269,7 @@ export class AccountsService {
     }
     // At once in this process; other replicas drop their copy within keyCacheMs.
     this.knownKeys?.delete(key.keyHash);
-    return this.keyView(key);
+    return this.keyInfo(key);
   }
 
   /**
@@ -328,7 +338,7 @@ export class AccountsService {
     return { account, entitlement, created };
   }
 
-  private keyView(k: ApiKey): ApiKeyView {
+  private keyInfo(k: ApiKey): ApiKeyInfo {
     const status = k.revokedAt
       ? 'revoked'
       : k.expiresAt && k.expiresAt.getTime() <= Date.now()
@@ -338,22 +348,22 @@ export class AccountsService {
       id: k.id,
       name: k.name,
       prefix: k.prefix,
-      created_at: k.createdAt.toISOString(),
-      created_by: k.createdBy,
-      expires_at: iso(k.expiresAt),
-      revoked_at: iso(k.revokedAt),
+      createdAt: k.createdAt,
+      createdBy: k.createdBy,
+      expiresAt: k.expiresAt ?? null,
+      revokedAt: k.revokedAt ?? null,
       status,
     };
   }
 
-  private entitlementView(accountId: string, e: Entitlement): EntitlementView {
+  private entitlementOf(accountId: string, e: Entitlement): EnterpriseEntitlement {
     return {
-      account_id: accountId,
+      accountId,
       plan: e.plan,
       status: e.status,
       active: e.status === 'active' && (!e.expiresAt || e.expiresAt.getTime() > Date.now()),
-      expires_at: iso(e.expiresAt),
-      rate_limit_per_min: e.rateLimitPerMin ?? this.options.defaultRateLimitPerMin,
+      expiresAt: e.expiresAt ?? null,
+      rateLimitPerMin: e.rateLimitPerMin ?? this.options.defaultRateLimitPerMin,
     };
   }
 }

@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { Registry } from 'prom-client';
-import { isLoopbackUrl, type ChainsConfig } from '../platform/config.js';
+import { isLoopbackUrl } from '../platform/config.js';
 import { AppError } from '../platform/errors.js';
 import { ByteBudget } from '../platform/http-client.js';
 import type { Logger } from '../platform/logger.js';
@@ -15,6 +15,7 @@ import {
   type NetworkDef,
   type NetworkRegistryView,
 } from './registry.js';
+import type { ChainsConfig } from './settings.js';
 import { SOLANA_METHODS, SolanaRpc } from './solana.js';
 
 export interface ConfiguredNetwork {
@@ -151,11 +152,6 @@ export class ChainProviders {
   /** Every network riskwatch knows, configured or not. */
   get networks(): readonly NetworkDef[] {
     return this.view.networks;
-  }
-
-  /** The networks with at least one RPC URL. */
-  get configured(): readonly NetworkDef[] {
-    return this.view.configured;
   }
 
   /**

@@ -1,29 +1,8 @@
-import { z } from 'zod';
 import { AppError } from '../platform/errors.js';
 import { defineRoute } from '../http/route.js';
+import { presentHealth } from './present.js';
+import { healthSchema, probeSchema } from './schemas.js';
 import type { HealthService } from './service.js';
-
-const check = z.object({
-  status: z.enum(['pass', 'warn', 'fail']),
-  component_id: z.string().optional(),
-  observed_value: z.number().optional(),
-  observed_unit: z.string().optional(),
-  oldest_wait_s: z.number().optional(),
-  head: z.number().optional(),
-  output: z.string().optional(),
-});
-
-export const healthSchema = z
-  .object({
-    status: z.enum(['pass', 'warn', 'fail']),
-    version: z.string(),
-    release_id: z.string(),
-    uptime_s: z.int(),
-    checks: z.record(z.string(), z.array(check)),
-  })
-  .meta({ id: 'Health' });
-
-const plain = z.object({ status: z.string() });
 
 export function healthRoutes(health: HealthService, isShuttingDown: () => boolean) {
   return [
@@ -34,7 +13,7 @@ export function healthRoutes(health: HealthService, isShuttingDown: () => boolea
       summary: 'Liveness: the process is up (no dependency checks)',
       tag: 'Operations',
       auth: 'none',
-      responses: { 200: { description: 'Alive', schema: plain } },
+      responses: { 200: { description: 'Alive', schema: probeSchema } },
       handler: () => ({ body: { status: 'pass' } }),
     }),
     defineRoute({
@@ -45,7 +24,7 @@ export function healthRoutes(health: HealthService, isShuttingDown: () => boolea
       tag: 'Operations',
       auth: 'none',
       responses: {
-        200: { description: 'Ready', schema: plain },
+        200: { description: 'Ready', schema: probeSchema },
         503: { description: 'Not ready (problem+json, no internals)' },
       },
       handler: async () => {
@@ -69,8 +48,12 @@ export function healthRoutes(health: HealthService, isShuttingDown: () => boolea
         503: { description: 'fail', schema: healthSchema, contentType: 'application/health+json' },
       },
       handler: async () => {
-        const body = await health.deep();
-        return { status: body.status === 'fail' ? 503 : 200, body, contentType: 'application/health+json' };
+        const report = await health.deep();
+        return {
+          status: report.status === 'fail' ? 503 : 200,
+          body: presentHealth(report),
+          contentType: 'application/health+json',
+        };
       },
     }),
   ];

@@ -5,17 +5,29 @@ import { aliveWorkers } from '../jobs/heartbeat.js';
 import type { JobQueues } from '../jobs/queues.js';
 import type { Orm } from '../platform/orm.js';
 import { UsageDrain } from '../usage/drain.js';
+import type { HealthStatus } from './schemas.js';
 
-type Status = 'pass' | 'warn' | 'fail';
-
+/** One check's result. */
 export interface CheckResult {
-  status: Status;
-  component_id?: string;
-  observed_value?: number;
-  observed_unit?: string;
-  oldest_wait_s?: number;
+  status: HealthStatus;
+  /** Which component of several (a queue, a provider). */
+  componentId?: string;
+  observedValue?: number;
+  observedUnit?: string;
+  oldestWaitS?: number;
+  /** A provider's chain head (slot or block). */
   head?: number;
+  /** What went wrong. */
   output?: string;
+}
+
+/** The whole install's health: the worst of its checks, by check name. */
+export interface HealthReport {
+  status: HealthStatus;
+  version: string;
+  releaseId: string;
+  uptimeS: number;
+  checks: Record<string, CheckResult[]>;
 }
 
 /** A queue whose oldest job has waited this long is a warning: work is not being picked up. */
@@ -70,26 +82,26 @@ export class HealthService {
     }
   }
 
-  async deep() {
+  async deep(): Promise<HealthReport> {
     const { orm, redis, queues, usageStreamKey } = this.deps;
     const checks: Record<string, CheckResult[]> = {};
     const fail = (err: unknown): CheckResult => ({ status: 'fail', output: (err as Error).message });
 
     checks['postgres:responseTime'] = [
       await timed(() => orm.em.getConnection().execute('select 1')).then(
-        ({ ms }) => ({ status: 'pass' as Status, observed_value: ms, observed_unit: 'ms' }),
+        ({ ms }) => ({ status: 'pass' as HealthStatus, observedValue: ms, observedUnit: 'ms' }),
         fail,
       ),
     ];
     checks['redis:responseTime'] = [
       await timed(() => redis.ping()).then(
-        ({ ms }) => ({ status: 'pass' as Status, observed_value: ms, observed_unit: 'ms' }),
+        ({ ms }) => ({ status: 'pass' as HealthStatus, observedValue: ms, observedUnit: 'ms' }),
         fail,
       ),
     ];
     checks['migrations:pending'] = [
       await timed(() => this.pending()).then(
-        ({ value }) => ({ status: (value === 0 ? 'pass' : 'fail') as Status, observed_value: value }),
+        ({ value }) => ({ status: (value === 0 ? 'pass' : 'fail') as HealthStatus, observedValue: value }),
         fail,
       ),
     ];
@@ -99,17 +111,17 @@ export class HealthService {
       return [...jobs, { name: 'usage-drain', ...usage }];
     }).then(
       ({ value }) =>
-        value.map((q) => ({
+        value.map((q): CheckResult => ({
           status: q.oldestWaitS > QUEUE_STALE_S ? 'warn' : 'pass',
-          component_id: q.name,
-          observed_value: q.waiting,
-          oldest_wait_s: q.oldestWaitS,
+          componentId: q.name,
+          observedValue: q.waiting,
+          oldestWaitS: q.oldestWaitS,
         })),
       (err) => [fail(err)],
     );
     checks['workers:alive'] = [
       await timed(() => aliveWorkers(redis, queues.prefix)).then(
-        ({ value }) => ({ status: (value > 0 ? 'pass' : 'warn') as Status, observed_value: value }),
+        ({ value }) => ({ status: (value > 0 ? 'pass' : 'warn') as HealthStatus, observedValue: value }),
         fail,
       ),
     ];
@@ -119,9 +131,9 @@ export class HealthService {
     for (const p of await this.deps.providers.health(CHECK_TIMEOUT_MS)) {
       const check: CheckResult = {
         status: p.status === 'pass' ? 'pass' : 'warn',
-        component_id: p.provider,
-        observed_value: p.latency_ms,
-        observed_unit: 'ms',
+        componentId: p.provider,
+        observedValue: p.latency_ms,
+        observedUnit: 'ms',
         ...(p.head !== undefined ? { head: p.head } : {}),
         ...(p.error ? { output: p.error } : {}),
       };
@@ -129,7 +141,7 @@ export class HealthService {
     }
 
     const all = Object.values(checks).flat();
-    const status: Status = all.some((c) => c.status === 'fail')
+    const status: HealthStatus = all.some((c) => c.status === 'fail')
       ? 'fail'
       : all.some((c) => c.status === 'warn')
         ? 'warn'
@@ -137,8 +149,8 @@ export class HealthService {
     return {
       status,
       version: this.deps.version,
-      release_id: this.deps.releaseId,
-      uptime_s: Math.round((Date.now() - this.startedAt) / 1000),
+      releaseId: this.deps.releaseId,
+      uptimeS: Math.round((Date.now() - this.startedAt) / 1000),
       checks,
     };
   }

@@ -84,7 +84,18 @@ function observe(metrics: Metrics, logger: Logger, usage: UsageRecorder) {
       const seconds = (performance.now() - ctx.state.startedAt) / 1000;
       const route = ctx.state.route ?? matchedRoute(ctx) ?? 'unmatched';
       metrics.observeHttp(ctx.method, route, ctx.status, seconds);
-      usage.recordCall(ctx, seconds * 1000);
+      const key = ctx.state.apiKey;
+      if (key)
+        usage.recordCall({
+          method: ctx.method,
+          endpoint: route,
+          status: ctx.status,
+          latencyMs: seconds * 1000,
+          accountId: key.accountId,
+          apiKeyId: key.keyId,
+          apiKeyPrefix: key.keyPrefix,
+          requestId: ctx.state.requestId,
+        });
       const level = ctx.status >= 500 ? 'warn' : ctx.status >= 400 ? 'info' : 'debug';
       if (logger.isLevelEnabled(level))
         logger[level](

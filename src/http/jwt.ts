@@ -1,9 +1,9 @@
 import type { KeyObject } from 'node:crypto';
 import jwt, { type Algorithm, type JwtPayload } from 'jsonwebtoken';
-import type { Config } from '../platform/config.js';
 import { AppError } from '../platform/errors.js';
 import type { Logger } from '../platform/logger.js';
 import { JwksKeySet } from './jwks.js';
+import type { JwtSettings } from './settings.js';
 
 export interface JwtPrincipal {
   subject: string;
@@ -32,7 +32,7 @@ export class JwtVerifier {
   private readonly options: jwt.VerifyOptions & { complete: false };
 
   constructor(
-    private readonly cfg: Config['auth']['jwt'],
+    private readonly cfg: JwtSettings,
     logger?: Logger,
   ) {
     this.options = {

@@ -1,7 +1,7 @@
 import type { Context } from 'koa';
 import type { ErrorCode, FieldError } from '../platform/errors.js';
 
-/** Each stable error code with its HTTP status and title (API.md "Errors"). */
+/** Each stable error code with its HTTP status and title (docs/api.md#errors). */
 export const PROBLEMS: Record<ErrorCode, { status: number; title: string }> = {
   invalid_request: { status: 400, title: 'Invalid request' },
   invalid_address: { status: 400, title: 'Invalid address' },
@@ -38,19 +38,32 @@ export interface ProblemBody {
   errors?: FieldError[];
 }
 
-export function writeProblem(ctx: Context, code: ErrorCode, detail: string, errors?: FieldError[]): void {
-  const { status, title } = PROBLEMS[code];
+/**
+ * The problem document of `code`. `status` is given only where HTTP dictates another than the code's own
+ * (431 for headers too large, answered outside Koa).
+ */
+export function problemBody(
+  code: ErrorCode,
+  detail: string,
+  requestId: string,
+  { status = PROBLEMS[code].status, errors }: { status?: number; errors?: FieldError[] } = {},
+): ProblemBody {
   const body: ProblemBody = {
     type: PROBLEM_TYPE_BASE + code,
-    title,
+    title: PROBLEMS[code].title,
     status,
     code,
     detail,
-    request_id: String(ctx.state.requestId ?? ''),
+    request_id: requestId,
   };
   if (status === 503) body.retryable = true;
   if (errors?.length) body.errors = errors;
-  ctx.status = status;
+  return body;
+}
+
+export function writeProblem(ctx: Context, code: ErrorCode, detail: string, errors?: FieldError[]): void {
+  const body = problemBody(code, detail, String(ctx.state.requestId ?? ''), { errors });
+  ctx.status = body.status;
   ctx.body = body;
   ctx.type = 'application/problem+json';
 }

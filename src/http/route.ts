@@ -2,7 +2,7 @@ import type { Context } from 'koa';
 import { z } from 'zod';
 import { AppError, type FieldError } from '../platform/errors.js';
 
-/** Which credential a route takes (API.md "Credentials"). */
+/** Which credential a route takes (docs/api.md#credentials). */
 export type AuthScheme = 'none' | 'agent' | 'jwt' | 'jwt_key_admin' | 'api_key';
 
 export interface RouteResponse {

@@ -1,4 +1,5 @@
 import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
+import type { ImpactBody } from './schemas.js';
 
 /**
  * Hourly activity counters fed by the features that do the work (assessments, scans, preflights,
@@ -16,12 +17,13 @@ export const ImpactCounterSchema = defineEntity({
 });
 export type ImpactCounter = InferEntity<typeof ImpactCounterSchema>;
 
+/** The latest impact numbers, as the public endpoint serves them (one row, id 1). */
 export const ImpactSnapshotSchema = defineEntity({
   name: 'ImpactSnapshot',
   tableName: 'impact_snapshots',
   properties: {
     id: p.smallint().primary(),
-    body: p.json<Record<string, unknown>>(),
+    body: p.json<ImpactBody>(),
     generatedAt: p.datetime(),
   },
 });

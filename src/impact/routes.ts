@@ -1,21 +1,7 @@
-import { z } from 'zod';
 import { AppError } from '../platform/errors.js';
 import { defineRoute } from '../http/route.js';
+import { impactSchema } from './schemas.js';
 import type { ImpactService } from './service.js';
-
-const total = z.object({ total: z.int(), last_24h: z.int() });
-
-export const impactSchema = z
-  .object({
-    generated_at: z.string(),
-    assessments: total,
-    token_scans: total,
-    preflights: z.object({ total: z.int(), blocked: z.int(), warned: z.int() }),
-    high_risk_findings: z.object({ total: z.int() }),
-    watchlists: z.object({ targets_monitored: z.int(), alerts_delivered: z.int() }),
-    chains: z.array(z.string()),
-  })
-  .meta({ id: 'Impact' });
 
 export function impactRoutes(impact: ImpactService) {
   return [
@@ -34,7 +20,7 @@ export function impactRoutes(impact: ImpactService) {
         const snapshot = impact.snapshot();
         if (!snapshot) throw new AppError('dependency_unavailable', 'Impact counters are not available yet.');
         return {
-          body: snapshot.json,
+          body: snapshot,
           contentType: 'application/json; charset=utf-8',
           headers: { 'Cache-Control': 'public, max-age=60' },
         };

@@ -1,6 +1,8 @@
 import { jsonText, type JsonText } from '../http/route.js';
 import type { Logger } from '../platform/logger.js';
 import type { Orm } from '../platform/orm.js';
+import { presentImpact } from './present.js';
+import type { ImpactBody } from './schemas.js';
 
 /** Counter names features add to (`impact_counters.metric`). */
 export const IMPACT_METRICS = [
@@ -17,23 +19,24 @@ export type ImpactMetric = (typeof IMPACT_METRICS)[number];
 
 const HOUR_MS = 3_600_000;
 
-export interface ImpactBody {
-  generated_at: string;
-  assessments: { total: number; last_24h: number };
-  token_scans: { total: number; last_24h: number };
+/** The public impact numbers at one moment. */
+export interface ImpactCounts {
+  generatedAt: Date;
+  assessments: { total: number; last24h: number };
+  tokenScans: { total: number; last24h: number };
   preflights: { total: number; blocked: number; warned: number };
-  high_risk_findings: { total: number };
-  watchlists: { targets_monitored: number; alerts_delivered: number };
+  highRiskFindings: { total: number };
+  watchlists: { targetsMonitored: number; alertsDelivered: number };
   chains: string[];
 }
 
 /**
  * The public impact numbers. `refresh()` (a worker job) folds the hourly counters into one snapshot row;
- * API processes serve an in-memory copy of that row, re-read every few seconds, so the endpoint costs no
- * query per request.
+ * API processes serve an in-memory copy of that row, re-read every few seconds and serialised once, so the
+ * endpoint costs no query and no serialisation per request.
  */
 export class ImpactService {
-  private current: { body: ImpactBody; json: JsonText<ImpactBody> } | undefined;
+  private current: JsonText<ImpactBody> | undefined;
   private timer: NodeJS.Timeout | undefined;
   /** Counts not yet written, by metric, then by hour (epoch ms of the hour's start). */
   private pending = new Map<ImpactMetric, Map<number, number>>();
@@ -97,38 +100,47 @@ export class ImpactService {
     await this.flushCounts();
   }
 
+  /**
+   * Stores the counts up to `now` as the snapshot and returns it. The row holds the document as the
+   * endpoint serves it, so every API process (whatever its version) serves the row as it is.
+   */
   async refresh(now = new Date()): Promise<ImpactBody> {
-    const conn = this.orm.em.getConnection();
-    const rows = await conn.execute<{ metric: string; total: string; last_24h: string }[]>(
-      `select metric, sum(count) as total,
-              coalesce(sum(count) filter (where hour > ?::timestamptz - interval '24 hours'), 0) as last_24h
-         from impact_counters group by metric`,
-      [now],
-    );
-    const value = (metric: ImpactMetric, field: 'total' | 'last_24h' = 'total') =>
-      Number(rows.find((r) => r.metric === metric)?.[field] ?? 0);
-    const body: ImpactBody = {
-      generated_at: now.toISOString(),
-      assessments: { total: value('assessments'), last_24h: value('assessments', 'last_24h') },
-      token_scans: { total: value('token_scans'), last_24h: value('token_scans', 'last_24h') },
-      preflights: {
-        total: value('preflights'),
-        blocked: value('preflights_blocked'),
-        warned: value('preflights_warned'),
-      },
-      high_risk_findings: { total: value('high_risk_findings') },
-      watchlists: {
-        targets_monitored: value('watchlist_targets'),
-        alerts_delivered: value('alerts_delivered'),
-      },
-      chains: this.chains(),
-    };
-    await conn.execute(
+    const body = presentImpact(await this.countsAt(now));
+    await this.orm.em.getConnection().execute(
       `insert into impact_snapshots (id, body, generated_at) values (1, ?, ?)
        on conflict (id) do update set body = excluded.body, generated_at = excluded.generated_at`,
       [JSON.stringify(body), now],
     );
     return body;
+  }
+
+  private async countsAt(now: Date): Promise<ImpactCounts> {
+    const rows = await this.orm.em
+      .getConnection()
+      .execute<{ metric: string; total: string; last_24h: string }[]>(
+        `select metric, sum(count) as total,
+              coalesce(sum(count) filter (where hour > ?::timestamptz - interval '24 hours'), 0) as last_24h
+         from impact_counters group by metric`,
+        [now],
+      );
+    const value = (metric: ImpactMetric, field: 'total' | 'last_24h' = 'total') =>
+      Number(rows.find((r) => r.metric === metric)?.[field] ?? 0);
+    return {
+      generatedAt: now,
+      assessments: { total: value('assessments'), last24h: value('assessments', 'last_24h') },
+      tokenScans: { total: value('token_scans'), last24h: value('token_scans', 'last_24h') },
+      preflights: {
+        total: value('preflights'),
+        blocked: value('preflights_blocked'),
+        warned: value('preflights_warned'),
+      },
+      highRiskFindings: { total: value('high_risk_findings') },
+      watchlists: {
+        targetsMonitored: value('watchlist_targets'),
+        alertsDelivered: value('alerts_delivered'),
+      },
+      chains: this.chains(),
+    };
   }
 
   /** Re-reads the snapshot row now and then every `reloadMs`; builds one if none exists yet. */
@@ -154,11 +166,11 @@ export class ImpactService {
       .execute<{ body: ImpactBody }[]>('select body from impact_snapshots where id = 1');
     const body = rows[0]?.body ?? (await this.refresh());
     // Serialized once per reload, not per request: the endpoint is hit by anyone, often.
-    this.current = { body, json: jsonText(body) };
+    this.current = jsonText(body);
   }
 
   /** The latest snapshot, or undefined when none could be loaded yet (database unreachable since start). */
-  snapshot(): { body: ImpactBody; json: JsonText<ImpactBody> } | undefined {
+  snapshot(): JsonText<ImpactBody> | undefined {
     return this.current;
   }
 }

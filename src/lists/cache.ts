@@ -2,21 +2,27 @@ import type { Redis } from 'ioredis';
 import type { Logger } from '../platform/logger.js';
 import { LookalikeIndex, type TrustedAddresses } from '../risk/lookalike.js';
 import { normaliseAddress } from './addresses.js';
-import type { ListEntryView, ListsService, ListStatus, SanctionMatch } from './service.js';
+import type { ListEntry } from './entities.js';
+import { presentListEntry, presentSanctionMatch } from './present.js';
+import type { ListEntryBody, SanctionMatchBody } from './schemas.js';
+import type { ListsService, ListStatus, SanctionMatch } from './service.js';
 
 /** What the lists say for one account, answered from memory (no query per assessment). */
 export interface AccountListView {
   /** Deny, allow and sanctions for one target on one chain (a chain's own entry beats an every-chain one). */
   status(chain: string, target: string): ListStatus;
   /** Why an address is flagged for this account: sanctioned or deny-listed (null: it is not). */
-  flagged(chain: string, address: string): { sanctioned: SanctionMatch | null; denied: ListEntryView | null };
+  flagged(
+    chain: string,
+    address: string,
+  ): { sanctioned: SanctionMatchBody | null; denied: ListEntryBody | null };
   /** The allow-listed addresses that apply on `chain`, indexed: the trusted set of `lookalike_address`. */
   allowed(chain: string): TrustedAddresses;
 }
 
 interface AccountLists {
-  deny: Map<string, ListEntryView[]>;
-  allow: Map<string, ListEntryView[]>;
+  deny: Map<string, ListEntry[]>;
+  allow: Map<string, ListEntry[]>;
   /** The allow list by shown digits, built with the lists: no pass over the list per assessment. */
   lookalikes: LookalikeIndex;
 }
@@ -122,20 +128,27 @@ export class ListsCache {
   /** The account's view, loading what is missing or too old. Database errors propagate (503). */
   async view(accountId: string): Promise<AccountListView> {
     const [sanctions, lists] = await Promise.all([this.sanctionsIndex(), this.accountLists(accountId)]);
-    const pick = (entries: ListEntryView[] | undefined, chain: string) =>
-      entries?.find((e) => e.chain === chain) ?? entries?.find((e) => e.chain === null) ?? null;
+    // Presented when asked for (rarely: most targets are on no list), as the risk engine shows them.
+    const pick = (entries: ListEntry[] | undefined, chain: string) => {
+      const entry = entries?.find((e) => e.chain === chain) ?? entries?.find((e) => !e.chain);
+      return entry ? presentListEntry(entry) : null;
+    };
+    const sanctioned = (key: string) => {
+      const match = sanctions.get(key);
+      return match ? presentSanctionMatch(match) : null;
+    };
     return {
       status: (chain, target) => {
         const key = normaliseAddress(target);
         return {
           denied: pick(lists.deny.get(key), chain),
           allowed: pick(lists.allow.get(key), chain),
-          sanctioned: sanctions.get(key) ?? null,
+          sanctioned: sanctioned(key),
         };
       },
       flagged: (chain, address) => {
         const key = normaliseAddress(address);
-        return { sanctioned: sanctions.get(key) ?? null, denied: pick(lists.deny.get(key), chain) };
+        return { sanctioned: sanctioned(key), denied: pick(lists.deny.get(key), chain) };
       },
       allowed: (chain) => lists.lookalikes.on(chain),
     };
@@ -175,7 +188,7 @@ export class ListsCache {
         for (const [target, allowed] of out.allow)
           out.lookalikes.add(
             target,
-            allowed.map((e) => e.chain),
+            allowed.map((e) => e.chain ?? null),
           );
         return out;
       }),

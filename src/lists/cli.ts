@@ -2,7 +2,6 @@ import { createReadStream } from 'node:fs';
 import { access, constants } from 'node:fs/promises';
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import { networksFromConfig } from '../chains/providers.js';
-import type { Config } from '../platform/config.js';
 import { AppError } from '../platform/errors.js';
 import { connectOrm } from '../platform/orm.js';
 import {
@@ -14,7 +13,9 @@ import {
 import { createLogger } from '../platform/logger.js';
 import { createRedis } from '../platform/redis.js';
 import { listsChannel, publishListChange } from './cache.js';
+import { presentSanctionsImport, presentSanctionsSource } from './present.js';
 import { ListsService } from './service.js';
+import type { ListsCommandsConfig as Config } from './settings.js';
 
 type Print = (line: string) => void;
 
@@ -99,12 +100,15 @@ export function registerListCommands(program: Command, config: () => Readonly<Co
           'invalid_request',
           `${file} has no DateOfIssue: give the list's date with --as-of.`,
         );
-      json(await withService((s) => s.importSanctions({ source, listAsOf, records: parsed.records })));
+      const result = await withService((s) =>
+        s.importSanctions({ source, listAsOf, records: parsed.records }),
+      );
+      json(presentSanctionsImport(result));
     });
   lists
     .command('sources')
     .description('the imported sanctions sources: as-of date, import time, counts per currency')
-    .action(async () => json(await withService((s) => s.sanctionSources())));
+    .action(async () => json((await withService((s) => s.sanctionSources())).map(presentSanctionsSource)));
 }
 
 const today = () => new Date().toISOString().slice(0, 10);

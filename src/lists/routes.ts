@@ -1,76 +1,15 @@
-import { z } from 'zod';
-import { defineRoute, pageQuery } from '../http/route.js';
+import { defineRoute } from '../http/route.js';
 import { apiKeyOf } from '../http/state.js';
-import { LIST_NAMES } from './entities.js';
+import { presentListEntry, presentListEntryPage } from './present.js';
+import {
+  entryParamsSchema,
+  listEntriesQuerySchema,
+  listEntryPageSchema,
+  listEntrySchema,
+  listParamsSchema,
+  newListEntrySchema,
+} from './schemas.js';
 import type { ListsService } from './service.js';
-
-export const listEntrySchema = z
-  .object({
-    id: z.string(),
-    list: z.enum(LIST_NAMES),
-    target: z.string().meta({ description: 'The address; EVM addresses in EIP-55 form.' }),
-    chain: z.string().nullable().meta({ description: 'The chain the entry applies to; null: every chain.' }),
-    label: z.string().nullable(),
-    reason: z.string().nullable(),
-    created_at: z.string(),
-    created_by: z.string().meta({ description: 'Who added it, e.g. `api_key:key_…`.' }),
-  })
-  .meta({ id: 'ListEntry' });
-
-/**
- * Any string, so that a list other than deny/allow is a 404 (a resource that does not exist) rather than
- * a 400; the document still shows the two lists.
- */
-const listParam = z
-  .string()
-  .max(40)
-  .meta({ description: 'The list: `deny` or `allow`.', override: { enum: [...LIST_NAMES] } });
-
-const listParams = z.object({ list: listParam });
-const entryParams = z.object({ list: listParam, id: z.string().min(1).max(40) });
-
-const entriesQuery = z
-  .object({
-    target: z
-      .string()
-      .trim()
-      .min(1)
-      .max(200)
-      .optional()
-      .meta({ description: 'Only the entries for this address (any case for EVM).' }),
-    ...pageQuery,
-  })
-  .strict();
-
-const optionalText = (max: number) => z.string().trim().max(max).nullable().optional();
-
-const newEntryBody = z
-  .object({
-    target: z.string().trim().min(1).max(200).meta({ description: 'A Solana or EVM address.' }),
-    chain: z
-      .string()
-      .trim()
-      .min(1)
-      .max(100)
-      .nullable()
-      .optional()
-      .meta({ description: 'Chain name or CAIP-2 id; omitted: every chain.' }),
-    network: z
-      .string()
-      .trim()
-      .min(1)
-      .max(100)
-      .nullable()
-      .optional()
-      .meta({ description: 'A network of the chain (or a CAIP-2 id): only resolves the chain.' }),
-    label: optionalText(200),
-    reason: optionalText(1000),
-  })
-  .strict();
-
-const entryPage = z
-  .object({ data: z.array(listEntrySchema), next_cursor: z.string().nullable() })
-  .meta({ id: 'ListEntryPage' });
 
 const LIST_404 = 'Not found: a list other than `deny` or `allow`';
 
@@ -88,14 +27,14 @@ export function listRoutes(lists: ListsService) {
         '(sanctions never are).',
       tag: 'Developer API',
       auth: 'api_key',
-      params: listParams,
-      query: entriesQuery,
+      params: listParamsSchema,
+      query: listEntriesQuerySchema,
       responses: {
-        200: { description: 'One page of entries', schema: entryPage },
+        200: { description: 'One page of entries', schema: listEntryPageSchema },
         404: { description: LIST_404 },
       },
       handler: async (ctx, { params, query }) => ({
-        body: await lists.listEntries(apiKeyOf(ctx).accountId, params.list, query),
+        body: presentListEntryPage(await lists.listEntries(apiKeyOf(ctx).accountId, params.list, query)),
       }),
     }),
     defineRoute({
@@ -110,8 +49,8 @@ export function listRoutes(lists: ListsService) {
         'EIP-55 form for EVM.',
       tag: 'Developer API',
       auth: 'api_key',
-      params: listParams,
-      body: newEntryBody,
+      params: listParamsSchema,
+      body: newListEntrySchema,
       responses: {
         201: { description: 'Added', schema: listEntrySchema },
         400: {
@@ -130,7 +69,7 @@ export function listRoutes(lists: ListsService) {
       handler: async (ctx, { params, body }) => {
         const key = apiKeyOf(ctx);
         const entry = await lists.addEntry(key.accountId, params.list, body, `api_key:${key.keyId}`);
-        return { status: 201 as const, body: entry };
+        return { status: 201 as const, body: presentListEntry(entry) };
       },
     }),
     defineRoute({
@@ -141,13 +80,13 @@ export function listRoutes(lists: ListsService) {
       description: 'Answers with the removed entry. Another account’s entry id is not found.',
       tag: 'Developer API',
       auth: 'api_key',
-      params: entryParams,
+      params: entryParamsSchema,
       responses: {
         200: { description: 'The removed entry', schema: listEntrySchema },
         404: { description: 'Not found: no such entry on this list of the account, or no such list' },
       },
       handler: async (ctx, { params }) => ({
-        body: await lists.removeEntry(apiKeyOf(ctx).accountId, params.list, params.id),
+        body: presentListEntry(await lists.removeEntry(apiKeyOf(ctx).accountId, params.list, params.id)),
       }),
     }),
   ];

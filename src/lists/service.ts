@@ -2,73 +2,56 @@ import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { inferChainFromAddress, parseAddress } from '../chains/addresses.js';
 import { clip, resolveNetwork, type NetworkDef } from '../chains/registry.js';
-import { decodeCursor, keysetPage } from '../platform/cursor.js';
+import { decodeCursor, keysetPage, type Page } from '../platform/cursor.js';
 import { AppError, invalidRequest, notFound } from '../platform/errors.js';
 import { newId } from '../platform/ids.js';
 import type { Orm } from '../platform/orm.js';
 import { displayAddress, normaliseAddress } from './addresses.js';
 import { LIST_NAMES, ListEntrySchema, type ListEntry, type ListName } from './entities.js';
 import type { SanctionRecord } from './sanctions-files.js';
+import type { ListEntriesQuery, ListEntryBody, NewListEntry, SanctionMatchBody } from './schemas.js';
 
 /** A sanctions list that names an address. */
 export interface SanctionMatch {
   source: string;
   currency: string;
+  /** The listed party, and its uid on that list. */
   name: string;
   uid: string | null;
   /** YYYY-MM-DD: the publication date of the list the match comes from. */
-  list_as_of: string;
+  listAsOf: string;
 }
 
-export interface ListEntryView {
-  id: string;
-  list: ListName;
-  /** EIP-55 for EVM addresses. */
-  target: string;
-  /** null: every chain. */
-  chain: string | null;
-  label: string | null;
-  reason: string | null;
-  created_at: string;
-  created_by: string;
-}
-
-/** What the lists say about one target for one account (ListsCache answers it from memory). */
+/**
+ * What the lists say about one target for one account (ListsCache answers it from memory). Entries and
+ * matches are as the API shows them: the risk engine puts them in findings' evidence as they are.
+ */
 export interface ListStatus {
-  denied: ListEntryView | null;
-  allowed: ListEntryView | null;
-  sanctioned: SanctionMatch | null;
+  denied: ListEntryBody | null;
+  allowed: ListEntryBody | null;
+  sanctioned: SanctionMatchBody | null;
 }
 
-export interface NewListEntry {
-  target: string;
-  chain?: string | null | undefined;
-  network?: string | null | undefined;
-  label?: string | null | undefined;
-  reason?: string | null | undefined;
-}
+/** `ListEntryBody` by its former name, which other modules still import from here. */
 
-export interface ListEntriesQuery {
-  limit: number;
-  cursor?: string | undefined;
-  target?: string | undefined;
-}
-
-export interface SanctionsImportResult {
+/** What an import changed. */
+export interface SanctionsImport {
   source: string;
-  list_as_of: string;
+  listAsOf: string;
   total: number;
   added: number;
   removed: number;
-  by_currency: Record<string, number>;
+  /** Addresses per currency label, by label. */
+  byCurrency: Map<string, number>;
 }
 
-export interface SanctionsSourceView {
+/** One imported sanctions source. */
+export interface SanctionsSource {
   source: string;
-  list_as_of: string;
-  imported_at: string;
+  listAsOf: string;
+  importedAt: Date;
   total: number;
-  by_currency: Record<string, number>;
+  byCurrency: Map<string, number>;
 }
 
 /** A raw-query row of list_entries (through row_to_json too: timestamps may arrive as strings). */
@@ -103,26 +86,16 @@ export function listName(list: string): ListName {
   throw new AppError('not_found', `List "${clip(list)}" was not found: the lists are deny and allow.`);
 }
 
-const entryView = (row: EntryRow): ListEntryView => ({
+const entryOf = (row: EntryRow, accountId: string): ListEntry => ({
   id: row.id,
+  accountId,
   list: row.list,
-  target: displayAddress(row.target),
   chain: row.chain,
+  target: row.target,
   label: row.label,
   reason: row.reason,
-  created_at: new Date(row.created_at).toISOString(),
-  created_by: row.created_by,
-});
-
-const entityRow = (e: ListEntry): EntryRow => ({
-  id: e.id,
-  list: e.list,
-  chain: e.chain ?? null,
-  target: e.target,
-  label: e.label ?? null,
-  reason: e.reason ?? null,
-  created_at: e.createdAt,
-  created_by: e.createdBy,
+  createdAt: new Date(row.created_at),
+  createdBy: row.created_by,
 });
 
 const sanctionMatch = (r: SanctionRow): SanctionMatch => ({
@@ -130,7 +103,7 @@ const sanctionMatch = (r: SanctionRow): SanctionMatch => ({
   currency: r.currency,
   name: r.entity_name,
   uid: r.entity_uid,
-  list_as_of: r.list_as_of,
+  listAsOf: r.list_as_of,
 });
 
 /**
@@ -168,20 +141,22 @@ export class ListsService {
     return index;
   }
 
-  /** Every entry of the account's lists, newest first. */
-  async orgEntries(accountId: string): Promise<ListEntryView[]> {
-    const entries = await this.orm.em
-      .fork()
-      .find(ListEntrySchema, { accountId }, { orderBy: { createdAt: 'desc', id: 'desc' } });
-    return entries.map((e) => entryView(entityRow(e)));
+  /**
+   * Every entry of the account's lists, newest first, as plain objects: ListsCache keeps them a while, and
+   * managed entities would keep their EntityManager alive with them.
+   */
+  async orgEntries(accountId: string): Promise<ListEntry[]> {
+    const rows = await this.orm.em
+      .getConnection()
+      .execute<EntryRow[]>(
+        `select ${ENTRY_COLUMNS} from list_entries where account_id = ? order by created_at desc, id desc`,
+        [accountId],
+      );
+    return rows.map((row) => entryOf(row, accountId));
   }
 
   /** One page of a list, newest first, optionally only the entries for one target. */
-  async listEntries(
-    accountId: string,
-    list: string,
-    q: ListEntriesQuery,
-  ): Promise<{ data: ListEntryView[]; next_cursor: string | null }> {
+  async listEntries(accountId: string, list: string, q: ListEntriesQuery): Promise<Page<ListEntry>> {
     const where = ['account_id = ?', 'list = ?'];
     const params: unknown[] = [accountId, listName(list)];
     if (q.target !== undefined) {
@@ -198,7 +173,11 @@ export class ListsService {
           order by created_at desc, id desc limit ?`,
       [...params, q.limit + 1],
     );
-    return keysetPage(rows.map(entryView), q.limit, (e) => ({ at: e.created_at, id: e.id }));
+    return keysetPage(
+      rows.map((row) => entryOf(row, accountId)),
+      q.limit,
+      (e) => ({ at: e.createdAt.toISOString(), id: e.id }),
+    );
   }
 
   /**
@@ -211,7 +190,7 @@ export class ListsService {
     list: string,
     input: NewListEntry,
     createdBy: string,
-  ): Promise<ListEntryView> {
+  ): Promise<ListEntry> {
     const name = listName(list);
     const { chain, target } = this.resolveTarget(input);
     let entry: ListEntry;
@@ -243,7 +222,7 @@ export class ListsService {
       );
     }
     await this.onChange({ accountId });
-    return entryView(entityRow(entry));
+    return entry;
   }
 
   /**
@@ -272,13 +251,13 @@ export class ListsService {
   }
 
   /** Removes an entry of this account's list; another account's entry (or another list's) is not found. */
-  async removeEntry(accountId: string, list: string, id: string): Promise<ListEntryView> {
+  async removeEntry(accountId: string, list: string, id: string): Promise<ListEntry> {
     const em = this.orm.em.fork();
     const entry = await em.findOne(ListEntrySchema, { id, accountId, list: listName(list) });
     if (!entry) throw notFound(`List entry "${clip(id)}"`);
     await em.remove(entry).flush();
     await this.onChange({ accountId });
-    return entryView(entityRow(entry));
+    return entry;
   }
 
   private resolveTarget(input: NewListEntry): { chain: string | null; target: string } {
@@ -302,7 +281,7 @@ export class ListsService {
     source: string;
     listAsOf: string;
     records: SanctionRecord[];
-  }): Promise<SanctionsImportResult> {
+  }): Promise<SanctionsImport> {
     const key = (r: { currency: string; address: string }) => `${r.currency}\u0000${r.address}`;
     const unique = new Map<string, SanctionRecord>();
     for (const r of input.records) if (!unique.has(key(r))) unique.set(key(r), r);
@@ -332,16 +311,16 @@ export class ListsService {
       }
       const before = new Set(previous.map(key));
       // Counted in a Map: a currency is file content, and `constructor` must not reach Object.prototype.
-      const by_currency = new Map<string, number>();
-      for (const r of rows) by_currency.set(r.currency, (by_currency.get(r.currency) ?? 0) + 1);
+      const byCurrency = new Map<string, number>();
+      for (const r of rows) byCurrency.set(r.currency, (byCurrency.get(r.currency) ?? 0) + 1);
       const added = rows.filter((r) => !before.has(key(r))).length;
       return {
         source: input.source,
-        list_as_of: input.listAsOf,
+        listAsOf: input.listAsOf,
         total: rows.length,
         added,
         removed: before.size - (rows.length - added),
-        by_currency: Object.fromEntries([...by_currency].sort(([a], [b]) => a.localeCompare(b))),
+        byCurrency: new Map([...byCurrency].sort(([a], [b]) => a.localeCompare(b))),
       };
     });
     await this.onChange('sanctions');
@@ -349,7 +328,7 @@ export class ListsService {
   }
 
   /** The imported sanctions sources: as-of date, import time and counts per currency. */
-  async sanctionSources(): Promise<SanctionsSourceView[]> {
+  async sanctionSources(): Promise<SanctionsSource[]> {
     const rows = await this.orm.em
       .getConnection()
       .execute<
@@ -359,19 +338,18 @@ export class ListsService {
               max(imported_at) as imported_at
          from sanctioned_addresses group by source, currency order by source, currency`,
       );
-    const sources = new Map<string, SanctionsSourceView>();
+    const sources = new Map<string, SanctionsSource>();
     for (const r of rows) {
-      const view = sources.get(r.source) ?? {
+      const source = sources.get(r.source) ?? {
         source: r.source,
-        list_as_of: r.list_as_of,
-        imported_at: new Date(r.imported_at).toISOString(),
+        listAsOf: r.list_as_of,
+        importedAt: new Date(r.imported_at),
         total: 0,
-        // No prototype: a currency named `__proto__` is a key like any other.
-        by_currency: Object.create(null) as Record<string, number>,
+        byCurrency: new Map<string, number>(),
       };
-      view.total += Number(r.n);
-      view.by_currency[r.currency] = Number(r.n);
-      sources.set(r.source, view);
+      source.total += Number(r.n);
+      source.byCurrency.set(r.currency, Number(r.n));
+      sources.set(r.source, source);
     }
     return [...sources.values()];
   }

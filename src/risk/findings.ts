@@ -1,5 +1,5 @@
 /**
- * The findings catalog (RISK.md): stable codes with their default severity and title. Codes are added,
+ * The findings catalog (docs/risk.md#findings-catalog): stable codes with their default severity and title. Codes are added,
  * never renamed. Analyzers raise findings by code; intent- and context-specific severities are applied
  * where the finding is raised (e.g. `account_not_found` is medium for a preflight `transfer`).
  */

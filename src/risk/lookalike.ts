@@ -62,7 +62,7 @@ export class LookalikeIndex {
 }
 
 /**
- * Address poisoning (RISK.md `lookalike_address`): wallets abbreviate `0x1234…abcd`, and attackers
+ * Address poisoning (`lookalike_address`, docs/risk.md#evm-wallet-and-contract): wallets abbreviate `0x1234…abcd`, and attackers
  * generate addresses with the same first 4 and last 4 hex digits as a counterparty the victim trusts,
  * then seed the victim's history with them. Returns the trusted address `target` imitates — same first 4
  * and last 4 hex characters after `0x` (case-insensitive), a different address — in EIP-55 form, or null.

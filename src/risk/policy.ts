@@ -4,13 +4,14 @@ export const INTENTS = ['sign', 'approve', 'transfer', 'interact'] as const;
 export type Intent = (typeof INTENTS)[number];
 export const FAIL_MODES = ['warn', 'block', 'allow'] as const;
 export type FailMode = (typeof FAIL_MODES)[number];
-export type Decision = 'allow' | 'warn' | 'block';
+/** Preflight decisions, from the most lenient to the strictest. */
+export const DECISIONS = ['allow', 'warn', 'block'] as const;
+export type Decision = (typeof DECISIONS)[number];
 
-const ORDER: Decision[] = ['allow', 'warn', 'block'];
-const stricter = (a: Decision, b: Decision) => (ORDER.indexOf(a) >= ORDER.indexOf(b) ? a : b);
+const stricter = (a: Decision, b: Decision) => (DECISIONS.indexOf(a) >= DECISIONS.indexOf(b) ? a : b);
 
 /**
- * Preflight decision (RISK.md "Preflight policy"): `block` for a critical level, `warn` for high or
+ * Preflight decision (docs/risk.md#decision): `block` for a critical level, `warn` for high or
  * medium, `allow` for low. An allow-listed target is `allow` unless sanctioned (the organisation's own
  * decision; sanctions are a local check, always complete). When chain checks did not finish, the decision is at least the fail mode — never a silent `allow` unless the operator chose
  * `allow` as the fail mode (and `complete: false` still says so).

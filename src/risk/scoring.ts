@@ -1,12 +1,14 @@
 import { SEVERITIES, type Finding, type Severity } from './findings.js';
 
-export type RiskLevel = Exclude<Severity, 'info'>;
+/** A verdict's level: a severity, `info` excepted (nothing found is `low`). */
+export const RISK_LEVELS = ['low', 'medium', 'high', 'critical'] as const satisfies readonly Severity[];
+export type RiskLevel = (typeof RISK_LEVELS)[number];
 
 const WEIGHT: Record<Severity, number> = { critical: 0.9, high: 0.5, medium: 0.25, low: 0.1, info: 0 };
 const rank = (s: Severity) => SEVERITIES.indexOf(s);
 
 /**
- * RISK.md scoring: `risk_score = round(100 × (1 − Π(1 − wᵢ)))` over unsuppressed findings; `risk_level` is
+ * Scoring (docs/risk.md#scoring): `risk_score = round(100 × (1 − Π(1 − wᵢ)))` over unsuppressed findings; `risk_level` is
  * the highest unsuppressed severity (`low` when nothing is above low), raised to `high` at a score ≥ 70
  * and to `medium` at ≥ 40. Deterministic: same findings, same verdict.
  */

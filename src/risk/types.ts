@@ -12,7 +12,7 @@ export type TargetKind =
 /**
  * Addresses the chain analysis found whose meaning depends on an account's lists (sanctions, deny, allow).
  * The analysis itself is list-free so it can be cached and shared by every account; the risk service
- * applies each caller's lists on top (RISK.md "Caching").
+ * applies each caller's lists on top (docs/risk.md#caching).
  */
 export interface ListInputs {
   /**

@@ -96,11 +96,8 @@ export class UsageDrain {
     if (entries.length === 0) return 0;
     const rows: UsageEntry[] = [];
     for (const [, fields] of entries)
-      for (let i = 0; i + 1 < fields.length; i += 2) {
-        // `b`: a batch of calls (UsageRecorder); `r`: one call, as entries written before batching are.
+      for (let i = 0; i + 1 < fields.length; i += 2)
         if (fields[i] === BATCH_FIELD) rows.push(...(JSON.parse(fields[i + 1]!) as UsageEntry[]));
-        else if (fields[i] === 'r') rows.push(JSON.parse(fields[i + 1]!) as UsageEntry);
-      }
     await this.insert(rows);
     const ids = entries.map(([id]) => id);
     await this.redis

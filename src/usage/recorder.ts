@@ -1,4 +1,3 @@
-import type { Context } from 'koa';
 import type { Redis } from 'ioredis';
 import { newId } from '../platform/ids.js';
 import type { Logger } from '../platform/logger.js';
@@ -20,9 +19,23 @@ export interface UsageEntry {
   at: string;
 }
 
+/** A finished call of an API-key route, as the HTTP layer saw it. */
+export interface FinishedCall {
+  method: string;
+  /** The route template (`/api/v1/scan/token`). */
+  endpoint: string;
+  status: number;
+  latencyMs: number;
+  accountId: string;
+  apiKeyId: string;
+  apiKeyPrefix: string;
+  /** The id the response carried (see UsageEntry.request_id). */
+  requestId: string;
+}
+
 export const usageStreamKey = (prefix: string) => `${prefix}usage:stream`;
 
-/** Stream entry field of a batch: a JSON array of UsageEntry. (`r`, one entry, is still read by the drain.) */
+/** Stream entry field of a batch: a JSON array of UsageEntry. */
 export const BATCH_FIELD = 'b';
 /** Calls are gathered this long (or up to BATCH_MAX) before one XADD carries them all. */
 const FLUSH_MS = 20;
@@ -53,20 +66,18 @@ export class UsageRecorder {
     this.retryTimer.unref();
   }
 
-  /** Records a finished call of an API-key route (called for every response; others are skipped). */
-  recordCall(ctx: Context, latencyMs: number): void {
-    const principal = ctx.state.apiKey;
-    if (!principal) return;
+  /** Records a finished call of an API-key route; its id and time are minted now. */
+  recordCall(call: FinishedCall): void {
     this.record({
       id: newId('use'),
-      account_id: principal.accountId,
-      api_key_id: principal.keyId,
-      api_key_prefix: principal.keyPrefix,
-      method: ctx.method,
-      endpoint: ctx.state.route ?? ctx.path,
-      status: ctx.status,
-      latency_ms: Math.round(latencyMs),
-      request_id: ctx.state.requestId,
+      account_id: call.accountId,
+      api_key_id: call.apiKeyId,
+      api_key_prefix: call.apiKeyPrefix,
+      method: call.method,
+      endpoint: call.endpoint,
+      status: call.status,
+      latency_ms: Math.round(call.latencyMs),
+      request_id: call.requestId,
       at: new Date().toISOString(),
     });
   }

@@ -1,47 +1,42 @@
 import { IsolationLevel, type AnyEntity, type EntityData } from '@mikro-orm/core';
-import { AppError } from '../platform/errors.js';
+import { decodeCursor, decodeTimeCursor, keysetPage, type Page } from '../platform/cursor.js';
 import type { Orm } from '../platform/orm.js';
+import type { UsageQuery } from './schemas.js';
 
-export interface UsageQuery {
-  from?: Date | undefined;
-  to?: Date | undefined;
-  endpoint?: string | undefined;
-  status?: number | undefined;
-  api_key_id?: string | undefined;
-  limit: number;
-  cursor?: string | undefined;
-  group_by?: 'hour' | 'day' | undefined;
+/** One developer-API call. */
+export interface UsageCall {
+  id: string;
+  at: Date;
+  method: string;
+  /** The route template. */
+  endpoint: string;
+  status: number;
+  latencyMs: number;
+  apiKeyId: string;
+  apiKeyPrefix: string;
+  requestId: string;
 }
 
-interface Cursor {
-  at: string;
-  id?: string;
+/** The calls of one hour or day. */
+export interface UsageBucket {
+  start: Date;
+  total: number;
+  byStatus: Record<string, number>;
+  latencyMsAvg: number;
+  latencyMsP95: number;
 }
 
-const encodeCursor = (c: Cursor) => Buffer.from(JSON.stringify(c)).toString('base64url');
-
-/** Exactly what encodeCursor writes: `toISOString()` of a year PostgreSQL stores, and a usage id. */
-const CURSOR_AT = /^(?!0000)\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
-const CURSOR_ID = /^use_[0-9a-f]{28}$/;
-
-function decodeCursor(raw: string, grouped: boolean): Cursor {
-  try {
-    const c = JSON.parse(Buffer.from(raw, 'base64url').toString('utf8')) as Cursor;
-    if (
-      typeof c.at === 'string' &&
-      CURSOR_AT.test(c.at) &&
-      !Number.isNaN(Date.parse(c.at)) &&
-      new Date(c.at).toISOString() === c.at &&
-      (grouped || (typeof c.id === 'string' && CURSOR_ID.test(c.id)))
-    )
-      return c;
-  } catch {
-    // fall through to the error below
-  }
-  throw new AppError('invalid_request', 'The cursor is not valid for this query.', {
-    errors: [{ path: 'cursor', message: 'not a cursor returned by this endpoint' }],
-  });
+/** Counts over the whole filtered range (every page). */
+export interface UsageSummary {
+  total: number;
+  byEndpoint: Record<string, number>;
+  byStatus: Record<string, number>;
 }
+
+/** One page of calls, or of buckets with `group_by`, and the summary of the range. */
+export type UsageHistory = { summary: UsageSummary } & (
+  ({ kind: 'calls' } & Page<UsageCall>) | ({ kind: 'buckets' } & Page<UsageBucket>)
+);
 
 /**
  * The account's developer-API call history: filters, cursor pagination (newest first), hour/day buckets,
@@ -54,7 +49,7 @@ export class UsageService {
    * One answer reads one snapshot (a read-only REPEATABLE READ transaction): calls the drain stores while
    * the summary, the page and the buckets are read cannot make them disagree.
    */
-  query(accountId: string, q: UsageQuery) {
+  query(accountId: string, q: UsageQuery): Promise<UsageHistory> {
     return this.orm.em.fork().transactional(
       // em.execute runs inside the transaction.
       (em) => this.read(accountId, q, (sql, params) => em.execute(sql, params)),
@@ -66,7 +61,7 @@ export class UsageService {
     accountId: string,
     q: UsageQuery,
     run: <T extends EntityData<AnyEntity>[]>(sql: string, params: unknown[]) => Promise<T>,
-  ) {
+  ): Promise<UsageHistory> {
     const where: string[] = ['account_id = ?'];
     const params: unknown[] = [accountId];
     if (q.from) {
@@ -95,20 +90,16 @@ export class UsageService {
       `select endpoint, status, count(*) as n from usage_records where ${filter} group by endpoint, status`,
       params,
     );
-    const summary = {
-      total: 0,
-      by_endpoint: {} as Record<string, number>,
-      by_status: {} as Record<string, number>,
-    };
+    const summary: UsageSummary = { total: 0, byEndpoint: {}, byStatus: {} };
     for (const r of summaryRows) {
       const n = Number(r.n);
       summary.total += n;
-      summary.by_endpoint[r.endpoint] = (summary.by_endpoint[r.endpoint] ?? 0) + n;
-      summary.by_status[String(r.status)] = (summary.by_status[String(r.status)] ?? 0) + n;
+      summary.byEndpoint[r.endpoint] = (summary.byEndpoint[r.endpoint] ?? 0) + n;
+      summary.byStatus[String(r.status)] = (summary.byStatus[String(r.status)] ?? 0) + n;
     }
 
-    const cursor = q.cursor ? decodeCursor(q.cursor, Boolean(q.group_by)) : undefined;
     if (q.group_by) {
+      const cursor = q.cursor ? decodeTimeCursor(q.cursor) : undefined;
       const bucket = `date_trunc('${q.group_by}', at, 'UTC')`;
       const bucketWhere = cursor ? `${filter} and at < ?` : filter;
       const bucketParams = cursor ? [...params, cursor.at] : params;
@@ -118,33 +109,36 @@ export class UsageService {
            from usage_records where ${bucketWhere} group by 1 order by 1 desc limit ?`,
         [...bucketParams, q.limit + 1],
       );
-      const page = rows.slice(0, q.limit);
-      const statusRows = page.length
+      const shown = rows.slice(0, q.limit);
+      const statusRows = shown.length
         ? await run<{ bucket: Date; status: number; n: string }[]>(
             `select ${bucket} as bucket, status, count(*) as n from usage_records
               where ${filter} and ${bucket} in (select jsonb_array_elements_text(?::jsonb)::timestamptz)
               group by 1, 2`,
-            [...params, JSON.stringify(page.map((r) => new Date(r.bucket).toISOString()))],
+            [...params, JSON.stringify(shown.map((r) => new Date(r.bucket).toISOString()))],
           )
         : [];
-      const data = page.map((r) => {
-        const start = new Date(r.bucket).toISOString();
-        const by_status: Record<string, number> = {};
+      const buckets = rows.map((r): UsageBucket => {
+        const start = new Date(r.bucket);
+        const byStatus: Record<string, number> = {};
         for (const s of statusRows)
-          if (new Date(s.bucket).toISOString() === start) by_status[String(s.status)] = Number(s.n);
+          if (new Date(s.bucket).getTime() === start.getTime()) byStatus[String(s.status)] = Number(s.n);
         return {
-          bucket_start: start,
+          start,
           total: Number(r.total),
-          by_status,
-          latency_ms_avg: Number(r.avg),
-          latency_ms_p95: Number(r.p95),
+          byStatus,
+          latencyMsAvg: Number(r.avg),
+          latencyMsP95: Number(r.p95),
         };
       });
-      const last = data.at(-1);
-      const next_cursor = rows.length > q.limit && last ? encodeCursor({ at: last.bucket_start }) : null;
-      return { data, summary, next_cursor };
+      return {
+        kind: 'buckets',
+        summary,
+        ...keysetPage(buckets, q.limit, (b) => ({ at: b.start.toISOString() })),
+      };
     }
 
+    const cursor = q.cursor ? decodeCursor(q.cursor, 'use') : undefined;
     const pageWhere = cursor ? `${filter} and (at, id) < (?, ?)` : filter;
     const pageParams = cursor ? [...params, cursor.at, cursor.id] : params;
     const rows = await run<
@@ -164,21 +158,22 @@ export class UsageService {
          from usage_records where ${pageWhere} order by at desc, id desc limit ?`,
       [...pageParams, q.limit + 1],
     );
-    const page = rows.slice(0, q.limit);
-    const data = page.map((r) => ({
+    const calls = rows.map((r): UsageCall => ({
       id: r.id,
-      at: new Date(r.at).toISOString(),
+      at: new Date(r.at),
       method: r.method,
       endpoint: r.endpoint,
       status: r.status,
-      latency_ms: r.latency_ms,
-      api_key_id: r.api_key_id,
-      api_key_prefix: r.api_key_prefix,
-      request_id: r.request_id,
+      latencyMs: r.latency_ms,
+      apiKeyId: r.api_key_id,
+      apiKeyPrefix: r.api_key_prefix,
+      requestId: r.request_id,
     }));
-    const last = data.at(-1);
-    const next_cursor = rows.length > q.limit && last ? encodeCursor({ at: last.at, id: last.id }) : null;
-    return { data, summary, next_cursor };
+    return {
+      kind: 'calls',
+      summary,
+      ...keysetPage(calls, q.limit, (c) => ({ at: c.at.toISOString(), id: c.id })),
+    };
   }
 
   /** Deletes records past the retention window; returns how many went. */

@@ -1,4 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { presentApiKey } from '../../src/accounts/present.js';
+import type { ApiKeyBody, ApiKeyPageBody, CreatedApiKeyBody } from '../../src/accounts/schemas.js';
 import {
   bearer,
   callUsage,
@@ -12,28 +14,12 @@ import {
 import { KEY_ADMIN_ROLE, testIdentityProvider } from '../support/jwt.js';
 import { cli, prepareEnv, type RunningService, type TestEnv } from '../support/service.js';
 
-interface KeyView {
-  id: string;
-  name: string;
-  prefix: string;
-  created_at: string;
-  created_by: string;
-  expires_at: string | null;
-  revoked_at: string | null;
-  status: 'active' | 'expired' | 'revoked';
-}
-type CreatedKeyView = KeyView & { key: string };
-interface KeyPage {
-  data: KeyView[];
-  next_cursor: string | null;
-}
-
 /** Newest first: created_at descending, then id descending (the API's stable order). */
 const newestFirst = (a: { created_at: string; id: string }, b: { created_at: string; id: string }) =>
   b.created_at.localeCompare(a.created_at) || b.id.localeCompare(a.id);
 
 /**
- * Self-service API keys over HTTP (API.md "Beyond the seed"): `POST|GET /api/account/api-keys`,
+ * Self-service API keys over HTTP (docs/api.md#credentials): `POST|GET /api/account/api-keys`,
  * `DELETE /api/account/api-keys/{id}` with a key-admin JWT, always scoped to the token's account.
  */
 describe('self-service API keys (built service over HTTP)', () => {
@@ -65,16 +51,19 @@ describe('self-service API keys (built service over HTTP)', () => {
       body: JSON.stringify(body),
     });
   const list = async (token: string) =>
-    (await expectJson<KeyPage>(await api(token, '?limit=1000'), 200)).data;
+    (await expectJson<ApiKeyPageBody>(await api(token, '?limit=1000'), 200)).data;
   const keyPage = async (token: string, query: Record<string, string>) =>
-    expectJson<KeyPage>(await api(token, `?${new URLSearchParams(query).toString()}`), 200);
+    expectJson<ApiKeyPageBody>(await api(token, `?${new URLSearchParams(query).toString()}`), 200);
   /** Every key of the token's account, page by page with `limit`; also how many pages it took. */
   const walk = async (token: string, limit: number, between?: () => Promise<void>) => {
-    const seen: KeyView[] = [];
+    const seen: ApiKeyBody[] = [];
     let cursor: string | null = null;
     let pages = 0;
     do {
-      const body: KeyPage = await keyPage(token, { limit: String(limit), ...(cursor ? { cursor } : {}) });
+      const body: ApiKeyPageBody = await keyPage(token, {
+        limit: String(limit),
+        ...(cursor ? { cursor } : {}),
+      });
       expect(body.data.length).toBeLessThanOrEqual(limit);
       seen.push(...body.data);
       cursor = body.next_cursor;
@@ -84,7 +73,7 @@ describe('self-service API keys (built service over HTTP)', () => {
     return { seen, pages };
   };
   const createOk = async (token: string, body: unknown) => {
-    const created = await expectJson<CreatedKeyView>(await create(token, body), 201);
+    const created = await expectJson<CreatedApiKeyBody>(await create(token, body), 201);
     remember(created.key);
     return created;
   };
@@ -110,7 +99,7 @@ describe('self-service API keys (built service over HTTP)', () => {
   describe('POST /api/account/api-keys', () => {
     it('creates a key (201): the raw key is shown once, in the rwk_ format, not cacheable', async () => {
       const res = await create(acmeToken, { name: 'ci pipeline' });
-      const created = await expectJson<CreatedKeyView>(res, 201);
+      const created = await expectJson<CreatedApiKeyBody>(res, 201);
       remember(created.key);
       expect(created.key).toMatch(/^rwk_[0-9A-Za-z]{38}$/);
       expect(created.id).toMatch(/^key_[0-9a-f]{28}$/);
@@ -278,7 +267,7 @@ describe('self-service API keys (built service over HTTP)', () => {
       // Used once, so the service has it in its lookup cache when it is revoked.
       await expectJson(await callUsage(svc.baseUrl, created.key), 200);
 
-      const revoked = await expectJson<KeyView>(
+      const revoked = await expectJson<ApiKeyBody>(
         await api(acmeToken, `/${created.id}`, { method: 'DELETE' }),
         200,
       );
@@ -296,11 +285,11 @@ describe('self-service API keys (built service over HTTP)', () => {
 
     it('is idempotent: revoking a revoked key answers 200 with the same revoked_at', async () => {
       const created = await createOk(acmeToken, { name: 'twice' });
-      const first = await expectJson<KeyView>(
+      const first = await expectJson<ApiKeyBody>(
         await api(acmeToken, `/${created.id}`, { method: 'DELETE' }),
         200,
       );
-      const second = await expectJson<KeyView>(
+      const second = await expectJson<ApiKeyBody>(
         await api(acmeToken, `/${created.id}`, { method: 'DELETE' }),
         200,
       );
@@ -325,7 +314,7 @@ describe('self-service API keys (built service over HTTP)', () => {
   describe('GET /api/account/api-keys pagination', () => {
     let hooliToken: string;
     /** Every key of hooli, in the order the API must list them. */
-    let expected: KeyView[];
+    let expected: ApiKeyBody[];
 
     beforeAll(async () => {
       const hooli = await db.customer('hooli');
@@ -337,7 +326,7 @@ describe('self-service API keys (built service over HTTP)', () => {
         ),
       );
       const first = (await list(hooliToken)).find((k) => k.id === hooli.key.id)!;
-      expected = [first, ...created.map((c) => c.view)].sort(newestFirst);
+      expected = [first, ...created.map((c) => presentApiKey(c.view))].sort(newestFirst);
     });
 
     it('pages newest first with limit and next_cursor: every key exactly once, the last page null', async () => {
@@ -354,12 +343,12 @@ describe('self-service API keys (built service over HTTP)', () => {
     });
 
     it('defaults to 100 per page: one page, next_cursor null', async () => {
-      const body = await expectJson<KeyPage>(await api(hooliToken), 200);
+      const body = await expectJson<ApiKeyPageBody>(await api(hooliToken), 200);
       expect(body).toEqual({ data: expected, next_cursor: null });
     });
 
     it('is stable while keys are created mid-walk: the walk lists the keys that existed, once each', async () => {
-      let added: CreatedKeyView | undefined;
+      let added: CreatedApiKeyBody | undefined;
       const { seen } = await walk(hooliToken, 4, async () => {
         added = await createOk(hooliToken, { name: 'mid-walk' });
       });
@@ -416,7 +405,7 @@ describe('self-service API keys (built service over HTTP)', () => {
 
     it('creates keys up to the ceiling, then answers 409 limit_exceeded naming the limit and its value', async () => {
       for (const name of ['second', 'third'])
-        remember((await expectJson<CreatedKeyView>(await createLimited({ name }), 201)).key);
+        remember((await expectJson<CreatedApiKeyBody>(await createLimited({ name }), 201)).key);
       const problem = await expectProblem(await createLimited({ name: 'fourth' }), 409, 'limit_exceeded');
       expect(problem.title).toBe('Account limit reached');
       expect(problem.detail).toBe(ceilingDetail);
@@ -435,13 +424,13 @@ describe('self-service API keys (built service over HTTP)', () => {
     it('counts active keys only: revoking one lets a new one be created (HTTP and CLI)', async () => {
       const [newest, previous] = await list(umbrellaToken);
       await expectJson(await api(umbrellaToken, `/${newest!.id}`, { method: 'DELETE' }), 200);
-      remember((await expectJson<CreatedKeyView>(await createLimited({ name: 'after revoke' }), 201)).key);
+      remember((await expectJson<CreatedApiKeyBody>(await createLimited({ name: 'after revoke' }), 201)).key);
       await expectProblem(await createLimited({ name: 'over again' }), 409, 'limit_exceeded');
 
       await expectJson(await api(umbrellaToken, `/${previous!.id}`, { method: 'DELETE' }), 200);
       const fromCli = JSON.parse(
         await cli(limitedEnv, ['keys', 'create', 'umbrella', '--name', 'cli after revoke']),
-      ) as CreatedKeyView;
+      ) as CreatedApiKeyBody;
       remember(fromCli.key);
       expect(fromCli).toMatchObject({ name: 'cli after revoke', status: 'active' });
 

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { CreatedApiKeyBody } from '../../src/accounts/schemas.js';
 import {
   algNoneToken,
   bearer,
@@ -14,7 +15,6 @@ import {
   startServiceRetrying,
   unknownWellFormedKey,
   userClaims,
-  type CreatedKey,
   type Customer,
   type EntitlementState,
 } from '../support/auth-helpers.js';
@@ -22,7 +22,7 @@ import { KEY_ADMIN_ROLE, testIdentityProvider } from '../support/jwt.js';
 import { cli, cliJson, prepareEnv, type RunningService, type TestEnv } from '../support/service.js';
 
 /**
- * The credential matrix of API.md "Credentials" over HTTP against the built service: API keys and
+ * The credential matrix (docs/api.md#credentials) over HTTP against the built service: API keys and
  * entitlements on /api/v1/*, shared rate limits, JWTs on /api/account/*, agent keys on /api/agent/health,
  * the bootstrap command, and that none of the secrets used here ever reaches the service's log output.
  */
@@ -191,7 +191,7 @@ describe('auth matrix (built service over HTTP)', () => {
     it('refuses a key once its --expires-at has passed', async () => {
       // A CLI call starts a whole Node process and can be slow on a busy machine: when the key was not
       // created with 2 s to spare (or the CLI already found the expiry past), retry with a longer lifetime.
-      let created: { key: CreatedKey; expiresAt: Date } | undefined;
+      let created: { key: CreatedApiKeyBody; expiresAt: Date } | undefined;
       for (const lifetimeMs of [6000, 12_000, 24_000]) {
         const expiresAt = new Date(Date.now() + lifetimeMs);
         const key = await createKeyCli(testEnv.env, acme.account.id, 'short-lived', expiresAt).catch(

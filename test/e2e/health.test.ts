@@ -1,5 +1,7 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { HealthBody } from '../../src/health/schemas.js';
+import type { ImpactBody } from '../../src/impact/schemas.js';
 import { createCustomer, type TestKey } from '../support/customers.js';
 import { createTestDatabase, REDIS_URL, testRedisPrefix } from '../support/env.js';
 import {
@@ -22,31 +24,6 @@ const CHECK_NAMES = [
   'workers:alive',
 ];
 const PROBLEM_FIELDS = ['type', 'title', 'status', 'code', 'detail', 'request_id', 'retryable'];
-
-interface Check {
-  status: 'pass' | 'warn' | 'fail';
-  component_id?: string;
-  observed_value?: number;
-  observed_unit?: string;
-  oldest_wait_s?: number;
-  output?: string;
-}
-interface Health {
-  status: 'pass' | 'warn' | 'fail';
-  version: string;
-  release_id: string;
-  uptime_s: number;
-  checks: Record<string, Check[]>;
-}
-interface Impact {
-  generated_at: string;
-  assessments: { total: number; last_24h: number };
-  token_scans: { total: number; last_24h: number };
-  preflights: { total: number; blocked: number; warned: number };
-  high_risk_findings: { total: number };
-  watchlists: { targets_monitored: number; alerts_delivered: number };
-  chains: string[];
-}
 
 async function get(svc: RunningService, path: string, headers: Record<string, string> = {}) {
   const res = await fetch(`${svc.baseUrl}${path}`, { headers });
@@ -130,7 +107,7 @@ describe('health, readiness, dependency failures and public impact', () => {
     const r = await agentHealth(svc);
     expect(r.status).toBe(200);
     expect(r.headers.get('content-type')).toMatch(/^application\/health\+json/);
-    const body = r.json<Health>();
+    const body = r.json<HealthBody>();
     expect(body.status).toBe('pass');
     expect(body.version).toBe('0.1.0');
     expect(typeof body.release_id).toBe('string');
@@ -164,7 +141,7 @@ describe('health, readiness, dependency failures and public impact', () => {
     const r = await agentHealth(api);
     expect(r.status).toBe(200);
     expect(r.headers.get('content-type')).toMatch(/^application\/health\+json/);
-    const body = r.json<Health>();
+    const body = r.json<HealthBody>();
     expect(body.status).toBe('warn');
     expect(body.checks['workers:alive']).toEqual([{ status: 'warn', observed_value: 0 }]);
     expect(body.checks['migrations:pending']![0]!.status).toBe('pass');
@@ -180,7 +157,7 @@ describe('health, readiness, dependency failures and public impact', () => {
       'all',
     );
     extra.push(api);
-    const body = (await agentHealth(api)).json<Health>();
+    const body = (await agentHealth(api)).json<HealthBody>();
     const eth = body.checks['provider:ethereum/mainnet']!;
     expect(eth).toHaveLength(1);
     expect(eth[0]).toMatchObject({
@@ -222,7 +199,7 @@ describe('health, readiness, dependency failures and public impact', () => {
     const deep = await agentHealth(api);
     expect(deep.status).toBe(503);
     expect(deep.headers.get('content-type')).toMatch(/^application\/health\+json/);
-    const body = deep.json<Health>();
+    const body = deep.json<HealthBody>();
     expect(body.status).toBe('fail');
     const [pending] = body.checks['migrations:pending']!;
     expect(pending!.status).toBe('fail');
@@ -261,11 +238,11 @@ describe('health, readiness, dependency failures and public impact', () => {
     const impact = await get(api, '/api/public/impact');
     expect(impact.status).toBe(200);
     expect(impact.headers.get('cache-control')).toBe('public, max-age=60');
-    expect(impact.json<Impact>().chains).toEqual(expect.arrayContaining(['solana', 'ethereum']));
+    expect(impact.json<ImpactBody>().chains).toEqual(expect.arrayContaining(['solana', 'ethereum']));
 
     const deep = await agentHealth(api);
     expect(deep.status).toBe(503);
-    const body = deep.json<Health>();
+    const body = deep.json<HealthBody>();
     expect(body.status).toBe('fail');
     expect(body.checks['redis:responseTime']![0]!.status).toBe('fail');
     expect(body.checks['postgres:responseTime']![0]!.status).toBe('pass');
@@ -278,7 +255,7 @@ describe('health, readiness, dependency failures and public impact', () => {
     expect(first.status).toBe(200);
     expect(first.headers.get('cache-control')).toBe('public, max-age=60');
     expect(first.headers.get('content-type')).toMatch(/^application\/json/);
-    const zero = first.json<Impact>();
+    const zero = first.json<ImpactBody>();
     expect(zero.generated_at).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/);
     expect(zero.chains).toEqual(expect.arrayContaining(['solana', 'ethereum']));
     expect({ ...zero, generated_at: undefined, chains: undefined }).toEqual({
@@ -310,7 +287,7 @@ describe('health, readiness, dependency failures and public impact', () => {
 
     const started = Date.now();
     const refreshed = await eventually(async () => {
-      const body = (await get(svc, '/api/public/impact')).json<Impact>();
+      const body = (await get(svc, '/api/public/impact')).json<ImpactBody>();
       return body.assessments.total === 8 ? body : undefined;
     }, 15_000);
     console.log(`[health] impact counters served ${Date.now() - started} ms after the insert`);

@@ -5,9 +5,17 @@ import { getAddress } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BUILT_IN_NETWORKS } from '../../src/chains/registry.js';
 import { normaliseAddress } from '../../src/lists/addresses.js';
-import { ListsService, type SanctionMatch } from '../../src/lists/service.js';
+import { presentSanctionMatch } from '../../src/lists/present.js';
+import type {
+  ListEntryBody,
+  ListEntryPageBody,
+  SanctionMatchBody,
+  SanctionsImportBody,
+} from '../../src/lists/schemas.js';
+import { ListsService } from '../../src/lists/service.js';
 import { connectOrm, type Orm } from '../../src/platform/orm.js';
 import { PROJECT_ROOT } from '../../src/platform/paths.js';
+import type { UsageCallBody } from '../../src/usage/schemas.js';
 import {
   expectJson,
   expectProblem,
@@ -24,35 +32,6 @@ import {
   type RunningService,
   type TestEnv,
 } from '../support/service.js';
-
-interface EntryView {
-  id: string;
-  list: 'deny' | 'allow';
-  target: string;
-  chain: string | null;
-  label: string | null;
-  reason: string | null;
-  created_at: string;
-  created_by: string;
-}
-interface EntryPage {
-  data: EntryView[];
-  next_cursor: string | null;
-}
-interface ImportResult {
-  source: string;
-  list_as_of: string;
-  total: number;
-  added: number;
-  removed: number;
-  by_currency: Record<string, number>;
-}
-interface UsageCall {
-  method: string;
-  endpoint: string;
-  status: number;
-  api_key_id: string;
-}
 
 const SDN = join(PROJECT_ROOT, 'test', 'fixtures', 'sdn_advanced.xml');
 const SDN_DELISTED = join(PROJECT_ROOT, 'test', 'fixtures', 'sdn_advanced_delisted.xml');
@@ -77,7 +56,7 @@ function badChecksum(address: string): string {
 }
 
 /**
- * Sanctions import (CLI) and the organisation deny/allow lists over HTTP (API.md "Beyond the seed"):
+ * Sanctions import (CLI) and the organisation deny/allow lists over HTTP (docs/api.md#organisation-lists):
  * `GET|POST /api/v1/lists/{list}/entries`, `DELETE /api/v1/lists/{list}/entries/{id}`, API key +
  * entitlement, always scoped to the key's account.
  */
@@ -86,8 +65,8 @@ describe('sanctions import and organisation lists (built service over HTTP)', ()
   let db: Awaited<ReturnType<typeof openAccounts>>;
   let orm: Orm;
   let lists: ListsService;
-  /** The sanctions index entry of an address (what the risk engine matches against). */
-  let sanctioned: (address: string) => Promise<SanctionMatch | null>;
+  /** The sanctions index entry of an address, as the risk engine shows it. */
+  let sanctioned: (address: string) => Promise<SanctionMatchBody | null>;
   let svc: RunningService;
   let acme: Customer;
   let globex: Customer;
@@ -106,16 +85,16 @@ describe('sanctions import and organisation lists (built service over HTTP)', ()
       body: JSON.stringify(body),
     });
   const addOk = async (customer: Customer, list: string, body: unknown) =>
-    expectJson<EntryView>(await add(customer, list, body), 201);
+    expectJson<ListEntryBody>(await add(customer, list, body), 201);
   const page = async (customer: Customer, list: string, query: Record<string, string> = {}) =>
-    expectJson<EntryPage>(
+    expectJson<ListEntryPageBody>(
       await api(customer, `/${list}/entries?${new URLSearchParams(query).toString()}`),
       200,
     );
   const remove = (customer: Customer, list: string, id: string) =>
     api(customer, `/${list}/entries/${id}`, { method: 'DELETE' });
   const importFile = (file: string, ...args: string[]) =>
-    cliJson<ImportResult>(testEnv.env, ['lists', 'import', ...args, file]);
+    cliJson<SanctionsImportBody>(testEnv.env, ['lists', 'import', ...args, file]);
 
   beforeAll(async () => {
     tmp = mkdtempSync(join(tmpdir(), 'rw-lists-'));
@@ -128,7 +107,10 @@ describe('sanctions import and organisation lists (built service over HTTP)', ()
     ]);
     orm = await connectOrm(testEnv.env.DATABASE_URL!, 2);
     lists = new ListsService(orm, BUILT_IN_NETWORKS);
-    sanctioned = async (address) => (await lists.sanctionsIndex()).get(normaliseAddress(address)) ?? null;
+    sanctioned = async (address) => {
+      const match = (await lists.sanctionsIndex()).get(normaliseAddress(address));
+      return match ? presentSanctionMatch(match) : null;
+    };
     svc = await startServiceRetrying(testEnv.env);
   }, 120_000);
 
@@ -220,7 +202,7 @@ describe('sanctions import and organisation lists (built service over HTTP)', ()
       writeFileSync(file, `address,currency,name\n${SOLANA},SOL,Offline import\n`);
       const env = { ...testEnv.env, REDIS_URL: `redis://127.0.0.1:${await freePort()}` };
       // cliJson parses the whole of stdout: a log line there would fail it.
-      const result = await cliJson<ImportResult>(env, [
+      const result = await cliJson<SanctionsImportBody>(env, [
         'lists',
         'import',
         '--format',
@@ -262,7 +244,7 @@ describe('sanctions import and organisation lists (built service over HTTP)', ()
         label: 'drainer',
         reason: 'phishing kit seen 2026-11-02',
       });
-      const entry = await expectJson<EntryView>(res, 201);
+      const entry = await expectJson<ListEntryBody>(res, 201);
       expect(entry).toEqual({
         id: expect.stringMatching(/^lst_[0-9a-f]{28}$/) as unknown,
         list: 'deny',
@@ -417,7 +399,7 @@ describe('sanctions import and organisation lists (built service over HTTP)', ()
         chain: 'arbitrum',
         label: 'treasury',
       });
-      expect(await expectJson<EntryView>(await remove(acme, 'allow', entry.id), 200)).toEqual(entry);
+      expect(await expectJson<ListEntryBody>(await remove(acme, 'allow', entry.id), 200)).toEqual(entry);
       expect((await page(acme, 'allow', { target: entry.target })).data).toEqual([]);
       await expectProblem(await remove(acme, 'allow', entry.id), 404, 'not_found');
       // Gone from the lookup the risk engine uses, too.
@@ -427,14 +409,17 @@ describe('sanctions import and organisation lists (built service over HTTP)', ()
 
   describe('GET /api/v1/lists/{list}/entries', () => {
     it('pages newest first with limit and next_cursor, every entry exactly once', async () => {
-      const created: EntryView[] = [];
+      const created: ListEntryBody[] = [];
       for (let i = 0; i < 5; i++)
         created.push(await addOk(initech, 'deny', { target: evmAddress(), label: `#${i}` }));
-      const seen: EntryView[] = [];
+      const seen: ListEntryBody[] = [];
       let cursor: string | null = null;
       let pages = 0;
       do {
-        const body: EntryPage = await page(initech, 'deny', { limit: '2', ...(cursor ? { cursor } : {}) });
+        const body: ListEntryPageBody = await page(initech, 'deny', {
+          limit: '2',
+          ...(cursor ? { cursor } : {}),
+        });
         expect(body.data.length).toBeLessThanOrEqual(2);
         seen.push(...body.data);
         cursor = body.next_cursor;
@@ -507,7 +492,7 @@ describe('sanctions import and organisation lists (built service over HTTP)', ()
     it('removing an entry lets a new one be added', async () => {
       const [entry] = (await page(umbrella, 'deny')).data;
       await expectJson(await remove(umbrella, 'deny', entry!.id), 200);
-      const added = await expectJson<EntryView>(await addLimited('allow', { target: evmAddress() }), 201);
+      const added = await expectJson<ListEntryBody>(await addLimited('allow', { target: evmAddress() }), 201);
       expect(added.created_by).toBe(`api_key:${umbrella.key.id}`);
       await expectProblem(await addLimited('deny', { target: evmAddress() }), 409, 'limit_exceeded');
     });
@@ -534,7 +519,7 @@ describe('sanctions import and organisation lists (built service over HTTP)', ()
         const res = await fetch(`${svc.baseUrl}/api/v1/usage?${query}`, {
           headers: { 'x-api-key': acme.key.key },
         });
-        const body = (await res.json()) as { data: UsageCall[] };
+        const body = (await res.json()) as { data: UsageCallBody[] };
         const statuses = new Set(body.data.map((c) => `${c.method} ${c.status}`));
         return ['POST 201', 'POST 400', 'POST 409', 'GET 200', 'GET 404'].every((s) => statuses.has(s))
           ? body.data
@@ -548,7 +533,7 @@ describe('sanctions import and organisation lists (built service over HTTP)', ()
         const res = await fetch(`${svc.baseUrl}/api/v1/usage?${q}`, {
           headers: { 'x-api-key': acme.key.key },
         });
-        const body = (await res.json()) as { data: UsageCall[] };
+        const body = (await res.json()) as { data: UsageCallBody[] };
         return body.data.some((c) => c.method === 'DELETE' && c.status === 200) ? body.data : null;
       }, 10_000);
       expect(deletes).toBeTruthy();

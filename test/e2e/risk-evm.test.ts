@@ -15,6 +15,9 @@ import {
 } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Severity } from '../../src/risk/findings.js';
+import { INTENTS, type Intent } from '../../src/risk/policy.js';
+import type { Assessment, FindingBody, Preflight } from '../../src/risk/schemas.js';
 import {
   bearer,
   expectJson,
@@ -36,75 +39,19 @@ import {
   type TestEnv,
 } from '../support/service.js';
 
-// ---- response shapes (API.md §3 and §5) ---------------------------------------------------------------
-
-type Severity = 'info' | 'low' | 'medium' | 'high' | 'critical';
-type Level = Exclude<Severity, 'info'>;
-
-interface FindingView {
-  code: string;
-  severity: Severity;
-  title: string;
-  detail: string;
-  evidence: { method: string; block?: number; slot?: number; value: unknown };
-  suppressed: boolean;
-  suppressed_reason?: string;
-}
-
-interface Assessment {
-  assessment_id: string;
-  target: string;
-  chain: string;
-  network: string;
-  target_type: string;
-  risk_score: number;
-  risk_level: Level;
-  complete: boolean;
-  findings: FindingView[];
-  facts: Record<string, unknown>;
-  data_as_of: { block?: number; slot?: number };
-  assessed_at: string;
-  cached: boolean;
-  engine_version: string;
-}
-
-interface Preflight {
-  decision: 'allow' | 'warn' | 'block';
-  target: string;
-  intent: string;
-  chain: string;
-  network: string;
-  risk_level: Level;
-  risk_score: number;
-  complete: boolean;
-  reasons: {
-    code: string;
-    severity: Severity;
-    title: string;
-    detail: string;
-    evidence: { method: string; block?: number; value: unknown };
-  }[];
-  policy: { name: string; fail_mode: string; deadline_ms: number; allowlisted: boolean };
-  checked_at: string;
-  cached: boolean;
-}
-
-type Intent = 'sign' | 'approve' | 'transfer' | 'interact';
-const INTENTS: readonly Intent[] = ['sign', 'approve', 'transfer', 'interact'];
-
 // ---- helpers ------------------------------------------------------------------------------------------
 
-/** RISK.md scoring: `round(100 × (1 − Π(1 − wᵢ)))` over the given (unsuppressed) severities. */
+/** Scoring (docs/risk.md#scoring): `round(100 × (1 − Π(1 − wᵢ)))` over the given (unsuppressed) severities. */
 const WEIGHT: Record<Severity, number> = { critical: 0.9, high: 0.5, medium: 0.25, low: 0.1, info: 0 };
 const expectedScore = (...severities: Severity[]) =>
   Math.round(100 * (1 - severities.reduce((keep, s) => keep * (1 - WEIGHT[s]), 1)));
 
 /** `[code, severity, suppressed]` of every finding, in the answer's order. */
-const summary = (findings: readonly FindingView[]) =>
+const summary = (findings: readonly FindingBody[]) =>
   findings.map((f) => [f.code, f.severity, f.suppressed] as const);
 
 /** The one finding with `code` (fails when there is none or several). */
-function only(findings: readonly FindingView[], code: string): FindingView {
+function only(findings: readonly FindingBody[], code: string): FindingBody {
   const matching = findings.filter((f) => f.code === code);
   expect(matching, `exactly one ${code} in ${JSON.stringify(summary(findings))}`).toHaveLength(1);
   return matching[0]!;
@@ -170,8 +117,8 @@ async function delegateNewEoa(
 }
 
 /**
- * EVM side of the risk engine over HTTP (API.md §3 risk-v2, §5 shield preflight; RISK.md "Any target",
- * "EVM wallet / contract", "Preflight policy", "Caching"): the built service against a real anvil chain
+ * EVM side of the risk engine over HTTP (risk-v2 and shield preflight, shapes in the OpenAPI; docs/risk.md
+ * #any-target, #evm-wallet-and-contract, #preflight-policy, #caching): the built service against a real anvil chain
  * whose fixtures are made by real transactions (test/support/evm/fixtures.ts).
  */
 describe('EVM risk: risk-v2 and shield preflight against anvil (built service over HTTP)', () => {
@@ -231,10 +178,10 @@ describe('EVM risk: risk-v2 and shield preflight against anvil (built service ov
     );
 
   /**
-   * RISK.md principle 1: every finding names the method (or list) it was read with and the block it
+   * docs/risk.md#principles, item 1: every finding names the method (or list) it was read with and the block it
    * reflects — at or after the world's setup block (later transactions may have mined more).
    */
-  function expectEvidence(findings: readonly FindingView[]): void {
+  function expectEvidence(findings: readonly FindingBody[]): void {
     for (const finding of findings) {
       expect(finding.evidence.method, finding.code).toEqual(expect.stringMatching(/\S/));
       expect(finding.evidence.block, finding.code).toEqual(expect.any(Number));

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { CATALOG } from '../../src/risk/findings.js';
+import type { Assessment, FindingBody, Preflight, TokenScan } from '../../src/risk/schemas.js';
 import {
   bearer,
   expectJson,
@@ -16,56 +17,10 @@ import { cliJson, eventually, prepareEnv, type RunningService, type TestEnv } fr
 import type { SolanaFacade } from '../support/solana/facade.js';
 import { buildSolanaWorld, type MintFixture, type SolanaWorld } from '../support/solana/fixtures.js';
 
-interface FindingView {
-  code: string;
-  severity: string;
-  title: string;
-  detail: string;
-  evidence: { method: string; slot?: number; block?: number; value: unknown };
-  suppressed: boolean;
-  suppressed_reason?: string;
-}
-interface Verdict {
-  risk_score: number;
-  risk_level: string;
-  complete: boolean;
-  findings: FindingView[];
-  data_as_of: { slot?: number };
-  cached: boolean;
-}
-interface Scan extends Verdict {
-  scan_id: string;
-  mint: string;
-  network: string;
-  token_program: string;
-  token: {
-    decimals: number;
-    supply_raw: string;
-    mint_authority: string | null;
-    extensions: { type: string }[];
-  };
-  holders: { top10_share: number | null; largest: { owner: string | null; label: string | null }[] } | null;
-  known: { symbol: string; authorities: string } | null;
-}
-interface Assessment extends Verdict {
-  assessment_id: string;
-  target: string;
-  target_type: string;
-  facts: Record<string, unknown>;
-  engine_version: string;
-}
-interface Preflight {
-  decision: 'allow' | 'warn' | 'block';
-  chain: string;
-  network: string;
-  risk_level: string;
-  complete: boolean;
-  reasons: { code: string; severity: string }[];
-  policy: { name: string; fail_mode: string; deadline_ms: number; allowlisted: boolean };
-  cached: boolean;
-}
+/** What risk-v2 and scan/token answers have in common. */
+type Verdict = Assessment | TokenScan;
 
-/** Codes of the Solana side and of any target (RISK.md); the EVM ones are covered by risk-evm.test.ts. */
+/** Codes of the Solana side and of any target (docs/risk.md#findings-catalog); the EVM ones are covered by risk-evm.test.ts. */
 const SOLANA_CODES = [
   'sanctioned_address',
   'org_denylisted',
@@ -124,11 +79,11 @@ describe('risk engine on Solana (built service over HTTP, LiteSVM behind the fac
   let tmp: string;
   const idp = testIdentityProvider();
   /** Every finding code an answer in this file carried, unsuppressed, with its evidence. */
-  const seen = new Map<string, FindingView>();
+  const seen = new Map<string, FindingBody>();
 
   const record = <T extends Verdict>(v: T): T => {
     for (const f of v.findings) {
-      expect(f.title).toBe(CATALOG[f.code as keyof typeof CATALOG].title);
+      expect(f.title).toBe(CATALOG[f.code].title);
       expect(f.evidence.method).toMatch(/^[a-zA-Z_]+$/);
       if (f.code !== 'check_incomplete') expect(f.evidence.slot).toEqual(expect.any(Number));
       if (!f.suppressed && !seen.has(f.code)) seen.set(f.code, f);
@@ -144,7 +99,7 @@ describe('risk engine on Solana (built service over HTTP, LiteSVM behind the fac
   const scanRaw = (customer: Customer, mint: string) =>
     post('/api/v1/scan/token', { mint, network: 'mainnet' }, { 'x-api-key': customer.key.key });
   const scan = async (customer: Customer, mint: string) =>
-    record(await expectJson<Scan>(await scanRaw(customer, mint), 200));
+    record(await expectJson<TokenScan>(await scanRaw(customer, mint), 200));
   const assessRaw = (customer: Customer, target: string, target_type: string) =>
     post(
       '/api/web3/risk-v2',
@@ -238,7 +193,7 @@ describe('risk engine on Solana (built service over HTTP, LiteSVM behind the fac
       }
     });
 
-    it('scores by the RISK.md formula and levels', async () => {
+    it('scores by the formula and levels of docs/risk.md#scoring', async () => {
       const permanent = await scan(acme, world.fixtures.mints.permanentDelegate.address);
       expect(one(permanent, 'permanent_delegate').severity).toBe('critical');
       expect(permanent.risk_level).toBe('critical');
@@ -614,7 +569,7 @@ describe('risk engine on Solana (built service over HTTP, LiteSVM behind the fac
       expect(impact!.high_risk_findings.total).toBeGreaterThan(0);
     });
 
-    it('every Solana and any-target finding code of RISK.md was produced over HTTP with method + slot', () => {
+    it('every Solana and any-target finding code of the catalog was produced over HTTP with method + slot', () => {
       const missing = SOLANA_CODES.filter((code) => !seen.has(code));
       expect(missing).toEqual([]);
       for (const [code, f] of seen) {

@@ -1,6 +1,8 @@
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { UsageBody, UsageBucketBody, UsageCallBody } from '../../src/usage/schemas.js';
+import type { Problem } from '../support/auth-helpers.js';
 import { createCustomer, type TestCustomer, type TestKey } from '../support/customers.js';
 import { REDIS_URL } from '../support/env.js';
 import {
@@ -12,45 +14,15 @@ import {
   type RunningService,
 } from '../support/service.js';
 
-interface UsageCall {
-  id: string;
-  at: string;
-  method: string;
-  endpoint: string;
-  status: number;
-  latency_ms: number;
-  api_key_id: string;
-  api_key_prefix: string;
-  request_id: string;
-}
-interface UsageBucket {
-  bucket_start: string;
-  total: number;
-  by_status: Record<string, number>;
-  latency_ms_avg: number;
-  latency_ms_p95: number;
-}
-interface UsageBody<T = UsageCall> {
-  data: T[];
-  summary: { total: number; by_endpoint: Record<string, number>; by_status: Record<string, number> };
-  next_cursor: string | null;
-}
-interface Problem {
-  type: string;
-  title: string;
-  status: number;
-  code: string;
-  detail: string;
-  request_id: string;
-  errors?: { path: string; message: string }[];
-}
+/** A usage answer whose `data` holds calls or buckets, as the query asked. */
+type UsagePage<T> = Omit<UsageBody, 'data'> & { data: T[] };
 
 const USAGE = '/api/v1/usage';
 const RFC3339_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;
 const b64 = (s: string) => Buffer.from(s).toString('base64url');
 const sum = (values: number[]) => values.reduce((a, b) => a + b, 0);
 /** Newest first: (at, id) descending, as the API orders. */
-const newerFirst = (a: UsageCall, b: UsageCall) =>
+const newerFirst = (a: UsageCallBody, b: UsageCallBody) =>
   Date.parse(b.at) - Date.parse(a.at) || (b.id > a.id ? 1 : b.id < a.id ? -1 : 0);
 
 /** One developer-API call; returns the status and the X-Request-Id the call got. */
@@ -67,12 +39,12 @@ async function call(
   return { status: res.status, requestId: res.headers.get('x-request-id') ?? '', body };
 }
 
-async function usage<T = UsageCall>(svc: RunningService, key: TestKey, query: Record<string, string>) {
+async function usage<T = UsageCallBody>(svc: RunningService, key: TestKey, query: Record<string, string>) {
   const res = await fetch(`${svc.baseUrl}${USAGE}?${new URLSearchParams(query).toString()}`, {
     headers: { 'X-API-Key': key.key },
   });
   expect(res.status, `usage ${JSON.stringify(query)}`).toBe(200);
-  return (await res.json()) as UsageBody<T>;
+  return (await res.json()) as UsagePage<T>;
 }
 
 async function problem(svc: RunningService, key: TestKey, query: string) {
@@ -127,7 +99,7 @@ describe('GET /api/v1/usage', () => {
   });
 
   /** Every call of one key (as seen by the account's observer key), newest first. */
-  async function callsOf<T = UsageCall>(key: TestKey, extra: Record<string, string> = {}) {
+  async function callsOf<T = UsageCallBody>(key: TestKey, extra: Record<string, string> = {}) {
     return usage<T>(svc, acme.keys.observer!, { api_key_id: key.id, limit: '1000', ...extra });
   }
 
@@ -300,7 +272,7 @@ describe('GET /api/v1/usage', () => {
     );
     const full = (await waitForCalls(pager, 23)).data;
 
-    const seen: UsageCall[] = [];
+    const seen: UsageCallBody[] = [];
     const pageSizes: number[] = [];
     let cursor: string | null = null;
     for (let page = 0; page < 10; page++) {
@@ -426,7 +398,7 @@ describe('GET /api/v1/usage', () => {
       );
     const hist = { id: histKey, key: '', prefix: '' };
 
-    const hours = await callsOf<UsageBucket>(hist, { group_by: 'hour' });
+    const hours = await callsOf<UsageBucketBody>(hist, { group_by: 'hour' });
     const hourBuckets = hours.data;
     expect(hours.summary.total).toBe(11);
     expect(hourBuckets.map((b) => [b.bucket_start, b.total])).toEqual([
@@ -446,7 +418,7 @@ describe('GET /api/v1/usage', () => {
     }
     expect(hourBuckets[3]!.latency_ms_avg).toBe(25); // (10 + 20 + 30 + 40) / 4
 
-    const days = await callsOf<UsageBucket>(hist, { group_by: 'day' });
+    const days = await callsOf<UsageBucketBody>(hist, { group_by: 'day' });
     const dayBuckets = days.data;
     expect(dayBuckets.map((b) => [b.bucket_start, b.total])).toEqual([
       [at(2, 0, 0).toISOString(), 1],
@@ -457,12 +429,12 @@ describe('GET /api/v1/usage', () => {
     for (const b of dayBuckets) expect(b.bucket_start).toMatch(/T00:00:00\.000Z$/);
 
     // Buckets page with a cursor too; the summary stays the whole range.
-    const walked: UsageBucket[] = [];
+    const walked: UsageBucketBody[] = [];
     let cursor: string | null = null;
     for (let i = 0; i < 10; i++) {
       const query: Record<string, string> = { group_by: 'hour', limit: '1' };
       if (cursor) query.cursor = cursor;
-      const page: UsageBody<UsageBucket> = await callsOf<UsageBucket>(hist, query);
+      const page: UsagePage<UsageBucketBody> = await callsOf<UsageBucketBody>(hist, query);
       expect(page.summary.total).toBe(11);
       walked.push(...page.data);
       cursor = page.next_cursor;
@@ -471,19 +443,22 @@ describe('GET /api/v1/usage', () => {
     expect(walked.map((b) => b.bucket_start)).toEqual(hourBuckets.map((b) => b.bucket_start));
 
     // Filters apply to buckets as well: one day, and one status.
-    const oneDay = await callsOf<UsageBucket>(hist, {
+    const oneDay = await callsOf<UsageBucketBody>(hist, {
       group_by: 'day',
       from: at(1, 0, 0).toISOString(),
       to: at(2, 0, 0).toISOString(),
     });
     expect(oneDay.summary.total).toBe(4);
     expect(oneDay.data.map((b) => b.total)).toEqual([4]);
-    const okOnly = await callsOf<UsageBucket>(hist, { group_by: 'hour', status: '200' });
+    const okOnly = await callsOf<UsageBucketBody>(hist, { group_by: 'hour', status: '200' });
     expect(sum(okOnly.data.map((b) => b.total))).toBe(8);
 
     // The whole account (live calls included): buckets still add up to the summary.
     for (const groupBy of ['hour', 'day']) {
-      const whole = await usage<UsageBucket>(svc, acme.keys.observer!, { group_by: groupBy, limit: '1000' });
+      const whole = await usage<UsageBucketBody>(svc, acme.keys.observer!, {
+        group_by: groupBy,
+        limit: '1000',
+      });
       expect(sum(whole.data.map((b) => b.total))).toBe(whole.summary.total);
       expect(sum(Object.values(whole.summary.by_status))).toBe(whole.summary.total);
       expect(sum(Object.values(whole.summary.by_endpoint))).toBe(whole.summary.total);
@@ -518,7 +493,7 @@ describe('GET /api/v1/usage', () => {
       expect((await usage(svc, b1, { api_key_id: key.id, group_by: 'day' })).data).toEqual([]);
     }
     expect((await usage(svc, acme.keys.observer!, { api_key_id: b1.id })).summary.total).toBe(0);
-    const betaBuckets = await usage<UsageBucket>(svc, b1, { group_by: 'day' });
+    const betaBuckets = await usage<UsageBucketBody>(svc, b1, { group_by: 'day' });
     expect(sum(betaBuckets.data.map((b) => b.total))).toBe(betaBuckets.summary.total);
   });
 });

@@ -1,6 +1,8 @@
 import { createHmac } from 'node:crypto';
 import { expect } from 'vitest';
 import { generateApiKey } from '../../src/accounts/api-key-format.js';
+import { presentAccount, presentCreatedKey } from '../../src/accounts/present.js';
+import type { AccountBody, CreatedApiKeyBody } from '../../src/accounts/schemas.js';
 import { AccountsService } from '../../src/accounts/service.js';
 import { connectOrm } from '../../src/platform/orm.js';
 import { cliJson, startService, type RunningService } from './service.js';
@@ -57,27 +59,11 @@ export async function expectJson<T = Record<string, unknown>>(res: Response, sta
 
 // ---- provisioning ---------------------------------------------------------------------------------
 
-export interface CreatedAccount {
-  id: string;
-  name: string;
-  org_id: string;
-}
-
-export interface CreatedKey {
-  id: string;
-  name: string;
-  prefix: string;
-  key: string;
-  status: string;
-  expires_at: string | null;
-  revoked_at: string | null;
-}
-
 export type EntitlementState = 'active' | 'none' | 'suspended' | 'revoked' | 'expired';
 
 export interface Customer {
-  account: CreatedAccount;
-  key: CreatedKey;
+  account: AccountBody;
+  key: CreatedApiKeyBody;
 }
 
 /**
@@ -96,7 +82,7 @@ export async function openAccounts(env: Record<string, string>) {
   ): Promise<Customer> => {
     const state = opts.entitlement ?? 'active';
     const acc = await accounts.createAccount({ name });
-    const { key, view } = await accounts.createKey(acc.id, { name: `${name}-key`, createdBy: 'test' });
+    const created = await accounts.createKey(acc.id, { name: `${name}-key`, createdBy: 'test' });
     if (state !== 'none') {
       const grant = ['entitlements', 'grant', name];
       if (state === 'expired') grant.push('--expires-at', '2020-01-01T00:00:00Z');
@@ -113,7 +99,7 @@ export async function openAccounts(env: Record<string, string>) {
         });
       }
     }
-    return { account: { id: acc.id, name: acc.name, org_id: acc.orgId }, key: { ...view, key } };
+    return { account: presentAccount(acc), key: presentCreatedKey(created) };
   };
 
   return { accounts, customer, close: () => orm.close() };
@@ -124,10 +110,10 @@ export function createKeyCli(
   account: string,
   name: string,
   expiresAt?: Date,
-): Promise<CreatedKey> {
+): Promise<CreatedApiKeyBody> {
   const args = ['keys', 'create', account, '--name', name];
   if (expiresAt) args.push('--expires-at', expiresAt.toISOString());
-  return cliJson<CreatedKey>(env, args);
+  return cliJson<CreatedApiKeyBody>(env, args);
 }
 
 /**

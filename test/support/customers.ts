@@ -1,10 +1,8 @@
+import type { AccountBody, CreatedApiKeyBody } from '../../src/accounts/schemas.js';
 import { cliJson } from './service.js';
 
-export interface TestKey {
-  id: string;
-  key: string;
-  prefix: string;
-}
+/** What the tests use of a key `keys create` printed. */
+export type TestKey = Pick<CreatedApiKeyBody, 'id' | 'key' | 'prefix'>;
 
 export interface TestCustomer {
   accountId: string;
@@ -21,12 +19,14 @@ export async function createCustomer(
   keyNames: string[],
   opts: { rateLimitPerMin?: number } = {},
 ): Promise<TestCustomer> {
-  const account = await cliJson<{ id: string }>(env, ['accounts', 'create', '--name', name]);
+  const account = await cliJson<AccountBody>(env, ['accounts', 'create', '--name', name]);
   const grant = ['entitlements', 'grant', account.id];
   if (opts.rateLimitPerMin !== undefined) grant.push('--rate-limit-per-min', String(opts.rateLimitPerMin));
   await cliJson(env, grant);
   const created = await Promise.all(
-    keyNames.map((keyName) => cliJson<TestKey>(env, ['keys', 'create', account.id, '--name', keyName])),
+    keyNames.map((keyName) =>
+      cliJson<CreatedApiKeyBody>(env, ['keys', 'create', account.id, '--name', keyName]),
+    ),
   );
   const keys: Record<string, TestKey> = {};
   created.forEach((k, i) => (keys[keyNames[i]!] = { id: k.id, key: k.key, prefix: k.prefix }));

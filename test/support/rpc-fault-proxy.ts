@@ -6,7 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
  * A fault-injecting HTTP proxy for JSON-RPC, in front of any upstream (anvil, the Solana facade, …). The
  * service under test is pointed at the proxy's URL instead of the node's, so the code that runs in tests
  * is the code users run — only the provider misbehaves. It also counts what the service sends, for the
- * "fewest round trips" checks (RISK.md principle 4).
+ * "fewest round trips" checks (docs/risk.md#principles, item 4).
  */
 
 /** How to answer one HTTP request (a batch is one request, faulted as a whole). */

@@ -4,7 +4,8 @@ import { AccountsService } from '../../src/accounts/service.js';
 import { BUILT_IN_NETWORKS } from '../../src/chains/registry.js';
 import { applyMigrations } from '../../src/db/migrate.js';
 import { ListsService } from '../../src/lists/service.js';
-import { ConfigError, loadConfig } from '../../src/platform/config.js';
+import { loadConfig } from '../../src/config.js';
+import { ConfigError } from '../../src/platform/config.js';
 import { AppError } from '../../src/platform/errors.js';
 import { createLogger } from '../../src/platform/logger.js';
 import { connectOrm, type Orm } from '../../src/platform/orm.js';
@@ -60,7 +61,7 @@ describe('per-account ceilings (services on PostgreSQL)', () => {
         'Account acme already has 3 active API keys; the limit is 3 ' +
           '(auth.max_api_keys_per_account / RISKWATCH_MAX_API_KEYS_PER_ACCOUNT). Revoke a key to create another.',
       );
-      expect((await accounts.listKeys(acc.id, { limit: 10 })).data).toHaveLength(3);
+      expect((await accounts.listKeys(acc.id, { limit: 10 })).items).toHaveLength(3);
     });
 
     it('counts active keys only: a revoked or an expired key makes room', async () => {
@@ -82,7 +83,7 @@ describe('per-account ceilings (services on PostgreSQL)', () => {
       );
       await new Promise((r) => setTimeout(r, 400));
       await accounts.createKey(acc.id, { name: 'after expiry', createdBy: 't' });
-      expect((await accounts.listKeys(acc.id, { limit: 10 })).data.map((k) => k.status).sort()).toEqual([
+      expect((await accounts.listKeys(acc.id, { limit: 10 })).items.map((k) => k.status).sort()).toEqual([
         'active',
         'active',
         'active',
@@ -98,7 +99,7 @@ describe('per-account ceilings (services on PostgreSQL)', () => {
       );
       expect(ok).toHaveLength(3);
       expect(codes).toEqual(Array(9).fill('limit_exceeded'));
-      const active = (await accounts.listKeys(acc.id, { limit: 100 })).data.filter(
+      const active = (await accounts.listKeys(acc.id, { limit: 100 })).items.filter(
         (k) => k.status === 'active',
       );
       expect(active).toHaveLength(3);
@@ -111,7 +112,7 @@ describe('per-account ceilings (services on PostgreSQL)', () => {
       await accounts.createKey(other.id, { name: 'unaffected', createdBy: 't' });
       const unbounded = new AccountsService(orm, { keyCacheMs: 0, defaultRateLimitPerMin: 600 });
       await unbounded.createKey(full.id, { name: 'no ceiling', createdBy: 't' });
-      expect((await unbounded.listKeys(full.id, { limit: 10 })).data).toHaveLength(4);
+      expect((await unbounded.listKeys(full.id, { limit: 10 })).items).toHaveLength(4);
     });
 
     it('answers not_found for an account that does not exist', async () => {

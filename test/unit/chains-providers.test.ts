@@ -1,7 +1,7 @@
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ChainProviders, networksFromConfig } from '../../src/chains/providers.js';
-import { loadConfig } from '../../src/platform/config.js';
+import { loadConfig } from '../../src/config.js';
 import { JsonRpcStub } from '../support/jsonrpc-stub.js';
 import { capturingLogger } from '../support/logs.js';
 

@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ChainProviders, networksFromConfig } from '../../src/chains/providers.js';
 import { BUILT_IN_NETWORKS, resolveNetwork, type NetworkDef } from '../../src/chains/registry.js';
-import { ConfigError, ENV_VARS, loadConfig } from '../../src/platform/config.js';
+import { ENV_VARS, loadConfig } from '../../src/config.js';
+import { ConfigError } from '../../src/platform/config.js';
 import { AppError } from '../../src/platform/errors.js';
 
 function thrown<T extends Error>(fn: () => unknown, type: new (...args: never[]) => T): T {
@@ -102,7 +103,9 @@ describe('chains configuration', () => {
       max_buffered_mib: 96,
       retry_after_max_ms: 60000,
     });
-    expect(ChainProviders.fromConfig(config.chains).configured).toEqual([]);
+    const providers = ChainProviders.fromConfig(config.chains);
+    for (const def of providers.networks)
+      expect(() => providers.resolve(def.chain, def.network)).toThrow(/Configured networks: none/);
   });
 
   it('takes comma-separated URLs from RISKWATCH_RPC_<CHAIN>_<NETWORK>', () => {
@@ -117,7 +120,14 @@ describe('chains configuration', () => {
     ]);
     expect(config.chains.defaults.retries).toBe(4);
     const providers = ChainProviders.fromConfig(config.chains);
-    expect(providers.configured.map(label)).toEqual(['solana/mainnet', 'ethereum/sepolia']);
+    const configured = providers.networks.filter((def) => {
+      try {
+        return providers.resolve(def.chain, def.network) === def;
+      } catch {
+        return false;
+      }
+    });
+    expect(configured.map(label)).toEqual(['solana/mainnet', 'ethereum/sepolia']);
     expect(providers.client(providers.resolve('solana', 'mainnet-beta')).providers).toEqual([
       'solana/mainnet#0',
       'solana/mainnet#1',

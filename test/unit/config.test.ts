@@ -3,7 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
-import { ConfigError, DEFAULT_CONFIG_FILE, ENV_VARS, loadConfig } from '../../src/platform/config.js';
+import { DEFAULT_CONFIG_FILE, ENV_VARS, loadConfig } from '../../src/config.js';
+import { ConfigError } from '../../src/platform/config.js';
 import { PROJECT_ROOT } from '../../src/platform/paths.js';
 
 /** The ConfigError `fn` throws; fails the test when nothing (or something else) is thrown. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { decodeCursor, encodeCursor, keysetPage } from '../../src/platform/cursor.js';
+import { decodeCursor, decodeTimeCursor, encodeCursor, keysetPage } from '../../src/platform/cursor.js';
 import { AppError } from '../../src/platform/errors.js';
 import { newId } from '../../src/platform/ids.js';
 
@@ -13,7 +13,7 @@ function refusal(fn: () => unknown): AppError {
   throw new Error('expected an invalid_request, but nothing was thrown');
 }
 
-/** The keyset cursor shared by the paginated lists (list entries, API keys). */
+/** The keyset cursor shared by the paginated lists (list entries, API keys, usage). */
 describe('keyset cursor', () => {
   const position = { at: '2026-11-22T10:11:12.345Z', id: newId('key') };
 
@@ -49,13 +49,44 @@ describe('keyset cursor', () => {
     ]);
   });
 
+  it('keeps the format usage cursors already had (calls and hour/day buckets)', () => {
+    const id = newId('use');
+    const call = Buffer.from(JSON.stringify({ at: position.at, id })).toString('base64url');
+    const bucket = Buffer.from(JSON.stringify({ at: position.at })).toString('base64url');
+    expect(encodeCursor({ at: position.at, id })).toBe(call);
+    expect(encodeCursor({ at: position.at })).toBe(bucket);
+    expect(decodeCursor(call, 'use')).toEqual({ at: position.at, id });
+    expect(decodeTimeCursor(bucket)).toEqual({ at: position.at });
+    // A call's position places a bucket listing too (its time is all that counts), as before.
+    expect(decodeTimeCursor(call)).toEqual({ at: position.at });
+  });
+
+  it.each([
+    ['garbage', 'not-a-cursor'],
+    ['a time that is not toISOString()', encodeCursor({ at: '2026-11-22T10:11:12Z' })],
+    ['year 0000', encodeCursor({ at: '0000-01-01T00:00:00.000Z' })],
+    ['JSON null', Buffer.from('null').toString('base64url')],
+  ])('refuses a time cursor that is %s, naming query.cursor', (_what, raw) => {
+    const err = refusal(() => decodeTimeCursor(raw));
+    expect(err.code).toBe('invalid_request');
+    expect(err.extra.errors).toEqual([
+      { path: 'query.cursor', message: 'not a cursor returned by this endpoint' },
+    ]);
+  });
+
+  it('refuses a bucket cursor (no id) where rows are listed', () => {
+    expect(refusal(() => decodeCursor(encodeCursor({ at: position.at }), 'use')).code).toBe(
+      'invalid_request',
+    );
+  });
+
   it('pages limit + 1 rows: a next cursor at the last row shown only when a row was left over', () => {
     const rows = [3, 2, 1].map((n) => ({ at: `2026-11-22T10:00:0${n}.000Z`, id: newId('key'), n }));
     const pos = (r: (typeof rows)[number]) => ({ at: r.at, id: r.id });
     const first = keysetPage(rows, 2, pos);
-    expect(first.data.map((r) => r.n)).toEqual([3, 2]);
-    expect(decodeCursor(first.next_cursor!, 'key')).toEqual(pos(rows[1]!));
-    expect(keysetPage(rows, 3, pos)).toEqual({ data: rows, next_cursor: null });
-    expect(keysetPage([], 3, pos)).toEqual({ data: [], next_cursor: null });
+    expect(first.items.map((r) => r.n)).toEqual([3, 2]);
+    expect(decodeCursor(first.nextCursor!, 'key')).toEqual(pos(rows[1]!));
+    expect(keysetPage(rows, 3, pos)).toEqual({ items: rows, nextCursor: null });
+    expect(keysetPage([], 3, pos)).toEqual({ items: [], nextCursor: null });
   });
 });

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse, parseAllDocuments, stringify } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DEFAULT_CONFIG_FILE, ENV_VARS } from '../../src/platform/config.js';
+import { DEFAULT_CONFIG_FILE, ENV_VARS } from '../../src/config.js';
 import { PROJECT_ROOT } from '../../src/platform/paths.js';
 
 // There is no `helm` binary on these machines: the chart is rendered by chart-render, an offline stand-in
@@ -474,7 +474,7 @@ describe('helm/riskwatch', () => {
     }
   });
 
-  it('sets every environment variable of src/platform/config.ts, through the ConfigMap or the Secret', () => {
+  it('sets every environment variable of src/config.ts, through the ConfigMap or the Secret', () => {
     const everySecret = valuesFile('every-secret', {
       secrets: {
         agentKeys: ['c'.repeat(24)],

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { JwksKeySet, parseJwks } from '../../src/http/jwks.js';
 import { AppError } from '../../src/platform/errors.js';
-import { loadConfig } from '../../src/platform/config.js';
+import { loadConfig } from '../../src/config.js';
 
 const jwk = (kid: string, use = 'sig') => ({
   ...generateKeyPairSync('ec', { namedCurve: 'P-256' }).publicKey.export({ format: 'jwk' }),

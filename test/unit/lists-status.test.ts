@@ -7,9 +7,10 @@ import { applyMigrations } from '../../src/db/migrate.js';
 import { parseOfacSdnAdvancedXml } from '../../src/lists/sanctions-files.js';
 import type { Redis } from 'ioredis';
 import { ListsCache } from '../../src/lists/cache.js';
+import { presentListEntry } from '../../src/lists/present.js';
 import { ListsService } from '../../src/lists/service.js';
 import { createRedis } from '../../src/platform/redis.js';
-import { loadConfig } from '../../src/platform/config.js';
+import { loadConfig } from '../../src/config.js';
 import { createLogger } from '../../src/platform/logger.js';
 import { connectOrm, type Orm } from '../../src/platform/orm.js';
 import { PROJECT_ROOT } from '../../src/platform/paths.js';
@@ -89,7 +90,7 @@ describe('ListsService on PostgreSQL + ListsCache: sanctions import, deny/allow 
       const result = await lists.importSanctions({ source: 'OFAC SDN', listAsOf: asOf!, records });
       expect(result).toMatchObject({ total: 10, added: 0, removed: 0 });
       expect(await lists.sanctionSources()).toEqual([
-        expect.objectContaining({ source: 'OFAC SDN', list_as_of: '2026-11-20', total: 10 }),
+        expect.objectContaining({ source: 'OFAC SDN', listAsOf: '2026-11-20', total: 10 }),
       ]);
     });
 
@@ -123,11 +124,12 @@ describe('ListsService on PostgreSQL + ListsCache: sanctions import, deny/allow 
       expect(entry).toMatchObject({
         list: 'deny',
         chain: null,
-        target: LISTED_EVM,
+        target: LISTED_EVM.toLowerCase(),
         label: 'drainer',
         reason: 'phishing kit',
       });
       expect(entry.id).toMatch(/^lst_[0-9a-f]{28}$/);
+      expect(presentListEntry(entry).target).toBe(LISTED_EVM);
     });
 
     it('treats "every chain" as one chain for duplicates (409), and keeps the lists and chains apart', async () => {
@@ -240,7 +242,7 @@ describe('ListsService on PostgreSQL + ListsCache: sanctions import, deny/allow 
       });
       const { asOf, records } = await fixture('sdn_advanced_delisted.xml');
       const result = await lists.importSanctions({ source: 'OFAC SDN', listAsOf: asOf!, records });
-      expect(result).toMatchObject({ total: 7, added: 0, removed: 3, list_as_of: '2026-11-21' });
+      expect(result).toMatchObject({ total: 7, added: 0, removed: 3, listAsOf: '2026-11-21' });
       expect((await status(ACME, 'ethereum', DELISTED_EVM)).sanctioned).toBeNull();
       expect((await status(ACME, 'ethereum', LISTED_EVM)).sanctioned).toMatchObject({
         list_as_of: '2026-11-21',

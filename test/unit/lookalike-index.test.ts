@@ -2,7 +2,8 @@ import { createHash } from 'node:crypto';
 import { getAddress } from 'viem';
 import { describe, expect, it } from 'vitest';
 import { ListsCache } from '../../src/lists/cache.js';
-import type { ListEntryView, ListsService } from '../../src/lists/service.js';
+import type { ListEntry } from '../../src/lists/entities.js';
+import type { ListsService } from '../../src/lists/service.js';
 import { createLogger } from '../../src/platform/logger.js';
 import { findLookalike, LookalikeIndex } from '../../src/risk/lookalike.js';
 
@@ -14,19 +15,20 @@ const addressOf = (label: string) =>
 const twinOf = (a: string, label: string) =>
   `${a.slice(0, 6)}${createHash('sha256').update(`twin:${label}`).digest('hex').slice(0, 32)}${a.slice(-4)}`;
 
-const entry = (target: string, chain: string | null, i: number): ListEntryView => ({
+const entry = (target: string, chain: string | null, i: number): ListEntry => ({
   id: `lst_${i}`,
+  accountId: 'acc_test',
   list: 'allow',
   target,
   chain,
   label: null,
   reason: null,
-  created_at: new Date(0).toISOString(),
-  created_by: 'test',
+  createdAt: new Date(0),
+  createdBy: 'test',
 });
 
 /** A ListsCache over fixed entries (newest first, as ListsService.orgEntries returns them). */
-async function viewOf(entries: ListEntryView[]) {
+async function viewOf(entries: ListEntry[]) {
   const lists = {
     orgEntries: () => Promise.resolve(entries),
     sanctionsIndex: () => Promise.resolve(new Map()),

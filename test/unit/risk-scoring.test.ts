@@ -6,7 +6,7 @@ import { score } from '../../src/risk/scoring.js';
 const f = (code: FindingCode, severity?: Severity) =>
   finding(code, 'detail', { method: 'getAccountInfo', slot: 1, value: null }, severity ? { severity } : {});
 
-describe('score (RISK.md formula)', () => {
+describe('score (docs/risk.md#scoring)', () => {
   it('is 0 and low with no findings', () => {
     expect(score([])).toEqual({ risk_score: 0, risk_level: 'low' });
   });

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ChainProviders } from '../../src/chains/providers.js';
 import type { NetworkDef } from '../../src/chains/registry.js';
 import type { SolanaRpc } from '../../src/chains/solana.js';
-import { loadConfig } from '../../src/platform/config.js';
+import { loadConfig } from '../../src/config.js';
 import type { Finding } from '../../src/risk/findings.js';
 import {
   normalizeTokenText,
@@ -25,7 +25,7 @@ import {
   metaplexMetadataAddress,
   type SolanaTokenAnalysis,
   type SolanaTokenResult,
-} from '../../src/risk/solana/token.js';
+} from '../../src/risk/solana/token/index.js';
 import type { SolanaFacade } from '../support/solana/facade.js';
 import {
   buildSolanaWorld,
@@ -183,7 +183,7 @@ describe('analyzeSolanaToken: every mint fixture', () => {
     }
   });
 
-  it('severities follow RISK.md (fees by the higher of both fees, concentration by top-10 and one owner)', async () => {
+  it('severities follow docs/risk.md#solana-token (fees by the higher of both fees, concentration by top-10 and one owner)', async () => {
     const m = world.fixtures.mints;
     const severity = async (f: MintFixture, code: Finding['code']) =>
       byCode(await analyzeMint(f.address), code).severity;

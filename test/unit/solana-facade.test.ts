@@ -117,7 +117,7 @@ afterAll(async () => {
 });
 
 describe('Solana fixtures, read back through the facade', () => {
-  it('Token-2022 mints carry the extensions RISK.md checks, decoded from base64 by the Token-2022 codecs', async () => {
+  it('Token-2022 mints carry the extensions the risk engine checks (docs/risk.md#solana-token), decoded from base64 by the Token-2022 codecs', async () => {
     const m = world.fixtures.mints;
     const names = [
       'permanentDelegate',

@@ -45,6 +45,38 @@ describe('UsageRecorder (real Redis stream)', () => {
     await recorder.flush(1000);
   });
 
+  it('records a finished API-key call as the HTTP layer describes it: id and time minted, latency rounded', async () => {
+    const key = `${prefix}usage:call`;
+    const recorder = new UsageRecorder(redis, key, logger);
+    const before = Date.now();
+    recorder.recordCall({
+      method: 'POST',
+      endpoint: '/api/v1/scan/token',
+      status: 422,
+      latencyMs: 33.6,
+      accountId: 'acc_1',
+      apiKeyId: 'key_1',
+      apiKeyPrefix: 'rwk_abcd',
+      requestId: 'req_client-7',
+    });
+    await recorder.flush(1000);
+    const [stored] = (await batches(key)).flat();
+    expect(stored).toEqual({
+      id: expect.stringMatching(/^use_[0-9a-f]{28}$/) as unknown,
+      account_id: 'acc_1',
+      api_key_id: 'key_1',
+      api_key_prefix: 'rwk_abcd',
+      method: 'POST',
+      endpoint: '/api/v1/scan/token',
+      status: 422,
+      latency_ms: 34,
+      request_id: 'req_client-7',
+      at: expect.any(String) as unknown,
+    });
+    expect(Date.parse(stored!.at)).toBeGreaterThanOrEqual(before);
+    expect(Date.parse(stored!.at)).toBeLessThanOrEqual(Date.now());
+  });
+
   it('keeps failed batches while Redis is unreachable and writes them when it is back', async () => {
     const key = `${prefix}usage:b`;
     // A client whose connection is gone refuses every command at once, as when Redis is down.

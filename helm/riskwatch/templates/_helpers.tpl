@@ -132,7 +132,7 @@ RISKWATCH_RELEASE_ID: {{ . | quote }}
 
 {{/*
 The built-in networks with node provider URLs: the key of each under secrets.rpcUrls (and
-secrets.existingSecretKeys.rpcUrls), and its environment variable (rpcEnvName in src/platform/config.ts).
+secrets.existingSecretKeys.rpcUrls), and its environment variable (rpcEnvName in src/chains/settings.ts).
 */}}
 {{- define "riskwatch.rpcNetworks" -}}
 solanaMainnet: RISKWATCH_RPC_SOLANA_MAINNET

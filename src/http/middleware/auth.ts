@@ -15,7 +15,7 @@ export function agentKeyMatches(given: string, keys: readonly string[]): boolean
   return ok;
 }
 
-/** A browser is talking: an Origin header, or Sec-Fetch-Site present and not `none` (API.md). */
+/** A browser is talking: an Origin header, or Sec-Fetch-Site present and not `none` (docs/api.md#credentials). */
 export function isBrowserRequest(ctx: Context): boolean {
   if (ctx.get('origin')) return true;
   const site = ctx.get('sec-fetch-site');

@@ -50,6 +50,8 @@ export function errorMiddleware(logger: Logger) {
       if (err instanceof AppError) {
         writeProblem(ctx, err.code, err.message, err.extra.errors);
         if (err.extra.headers) ctx.set(err.extra.headers);
+        // A node provider that asked to be left alone (its Retry-After, capped): the caller is told the same.
+        if (err.extra.retryAfterS !== undefined) ctx.set('Retry-After', String(err.extra.retryAfterS));
         return;
       }
       const status = (err as { status?: number }).status;

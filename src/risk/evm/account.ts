@@ -44,7 +44,7 @@ export interface EvmProxyFacts {
 }
 
 /**
- * What an EVM address is, from chain state alone (RISK.md "EVM wallet / contract"), in two sequential
+ * What an EVM address is, from chain state alone (docs/risk.md#evm-wallet-and-contract), in two sequential
  * round trips: `eth_blockNumber`, then ONE batch pinned to that block — `eth_getCode`, `eth_getBalance`,
  * `eth_getTransactionCount` and `eth_getStorageAt` of the three EIP-1967 slots.
  *

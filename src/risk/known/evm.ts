@@ -6,7 +6,7 @@ import { parseEvmAddress } from '../../chains/addresses.js';
 /**
  * Known EIP-7702 wallet implementations: delegates that a wallet vendor ships and that were audited. An
  * EOA delegated to one of them is a smart-account upgrade, not a drainer kit, so `eip7702_delegated` is
- * `info` instead of `high` (RISK.md "Known-good context beats blanket flags").
+ * `info` instead of `high` (docs/risk.md#known-good-context).
  *
  * The built-in list is versioned data, every entry with the source it was taken from, and it only holds
  * entries that source states. Operators extend (or override) it by configuration through

@@ -4,7 +4,7 @@ import { CAIP2_PATTERN, type NetworkDef } from '../../chains/registry.js';
 import data from './solana.json' with { type: 'json' };
 
 /*
- * Known-good context for Solana (RISK.md principle 5): well-known mints with the authorities their issuers
+ * Known-good context for Solana (docs/risk.md#known-good-context): well-known mints with the authorities their issuers
  * are expected to hold, and well-known token owners (pool vault authorities, burn addresses) whose
  * holdings are not a holder's. The entries are data (solana.json, beside this file), versioned, each with
  * its sources; this module validates them once at load and answers look-ups by network.
@@ -14,7 +14,7 @@ import data from './solana.json' with { type: 'json' };
 export const KNOWN_OWNER_KINDS = ['pool', 'locker', 'burn', 'exchange'] as const;
 export type KnownOwnerKind = (typeof KNOWN_OWNER_KINDS)[number];
 
-/** Owner kinds whose holdings are not a holder's: excluded from the concentration shares (RISK.md). */
+/** Owner kinds whose holdings are not a holder's: excluded from the concentration shares (docs/risk.md#known-good-context). */
 export const EXCLUDED_OWNER_KINDS: ReadonlySet<KnownOwnerKind> = new Set(['pool', 'locker', 'burn']);
 
 /** Raydium AMM v4's pool authority: the PDA that owns every AMM v4 pool's token vaults. */

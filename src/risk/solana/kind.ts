@@ -149,7 +149,7 @@ export const SOLANA_KIND_OF_TARGET_TYPE: Readonly<Record<TargetType, TargetKind 
 };
 
 /**
- * Whether the risk service should raise `target_type_mismatch` (RISK.md "Any target"): the account exists,
+ * Whether the risk service should raise `target_type_mismatch` (docs/risk.md#target-kinds): the account exists,
  * its kind is known, and it is not what `target_type` says. A missing account is `account_not_found`
  * instead, and an unknown kind (the account read did not finish: `facts.kind` null) never mismatches.
  */

@@ -12,10 +12,11 @@ import {
   unwrapOption,
 } from '@solana/kit';
 import type { SolanaRpc } from '../../chains/solana.js';
+import { settle } from '../../platform/settle.js';
 import { finding, type Finding } from '../findings.js';
+import { incompleteFinding } from '../incomplete.js';
 import type { AnalyzeOptions, ChainAnalysis } from '../types.js';
 import { BPF_LOADER_UPGRADEABLE, classifySolanaAccount } from './kind.js';
-import { incompleteFinding } from './wallet.js';
 
 /*
  * No maintained codec for the loaders' account state is among the dependencies (@solana-program/loader-v3
@@ -227,8 +228,4 @@ function decode<T>(fn: () => T): T | undefined {
   } catch {
     return undefined;
   }
-}
-
-function settle<T>(promise: Promise<T>): Promise<PromiseSettledResult<T>> {
-  return Promise.allSettled([promise]).then(([r]) => r);
 }

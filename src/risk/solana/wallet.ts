@@ -1,10 +1,9 @@
 import { AccountState, getTokenDecoder as getSplTokenDecoder } from '@solana-program/token';
 import { getTokenDecoder as getToken2022Decoder } from '@solana-program/token-2022';
 import { isSome } from '@solana/kit';
-import { RpcError } from '../../chains/jsonrpc.js';
 import type { SignatureInfo, SolanaAccount, SolanaRpc, SolanaTransaction } from '../../chains/solana.js';
-import { AppError } from '../../platform/errors.js';
 import { finding, type Finding } from '../findings.js';
+import { incompleteFinding } from '../incomplete.js';
 import type { AnalyzeOptions, ChainAnalysis, Counterparty } from '../types.js';
 import {
   BPF_LOADER_UPGRADEABLE,
@@ -93,7 +92,7 @@ export interface WalletTokenAccount {
 }
 
 /**
- * Chain facts and findings of a Solana wallet (RISK.md "Solana wallet" + `account_not_found`), list-free:
+ * Chain facts and findings of a Solana wallet (docs/risk.md#solana-wallet + `account_not_found`), list-free:
  * the account keys of its recent transactions go to `listInputs.counterparties` for the risk service to
  * match against each caller's lists (`interacted_with_flagged`).
  *
@@ -389,33 +388,6 @@ function decodeTokenAccount(
   } catch {
     return null;
   }
-}
-
-/**
- * `check_incomplete` (info) for a sub-check that did not finish: names the RPC method and the check. Only
- * provider failures (AppError) and node error answers (RpcError) are expected here; anything else is a bug
- * and is rethrown rather than reported as an unfinished check.
- */
-export function incompleteFinding(
-  method: string,
-  check: string,
-  reason: unknown,
-  slot: number | undefined,
-  value: Record<string, unknown> = {},
-): Finding {
-  const error = describeFailure(reason);
-  return finding(
-    'check_incomplete',
-    `${method} did not answer for ${check}${error ? `: ${error.message.replace(/\.$/, '')}` : ''}. Unknown is not "no risk": this check counts as not done.`,
-    { method, slot, value: { ...value, ...(error ? { error } : {}) } },
-  );
-}
-
-function describeFailure(reason: unknown): { code: string | number; message: string } | undefined {
-  if (reason === undefined) return undefined;
-  if (reason instanceof AppError) return { code: reason.code, message: reason.message };
-  if (reason instanceof RpcError) return { code: reason.code, message: reason.rpcMessage };
-  throw reason instanceof Error ? reason : new Error('unexpected failure', { cause: reason });
 }
 
 /** Lamports as a SOL decimal string, exact (`1.5`, `0`, `0.000000001`). */

@@ -42,7 +42,7 @@ const SOL = 1_000_000_000n;
 /** Effectively uncapped, so the fee is the basis points. */
 const NO_FEE_CAP = tokens(1_000_000_000);
 
-/** RISK.md finding codes the Solana fixtures are built to trigger (or not). */
+/** Finding codes (docs/risk.md#findings-catalog) the Solana fixtures are built to trigger (or not). */
 export type SolanaFindingCode =
   | 'account_not_found'
   | 'target_type_mismatch'

@@ -1,0 +1,117 @@
+import type { ImpactMetric, ImpactService } from '../impact/service.js';
+import { newId } from '../platform/ids.js';
+import type { Finding } from './findings.js';
+import type { Assessment, FindingBody, Preflight, PreflightReason, TokenScan } from './schemas.js';
+import type { PreflightVerdict, TargetVerdict, TokenVerdict, Verdict } from './service.js';
+
+/*
+ * Verdicts (service.ts, domain objects) as the HTTP bodies schemas.ts describes: snake_case, ISO times,
+ * a fresh id per answer; and what each answer adds to the public impact counters.
+ */
+
+/** A finding as answered: `suppressed_reason` only on a suppressed one. */
+export function presentFinding(f: Finding): FindingBody {
+  return f.suppressed
+    ? { ...f }
+    : {
+        code: f.code,
+        severity: f.severity,
+        title: f.title,
+        detail: f.detail,
+        evidence: f.evidence,
+        suppressed: false,
+      };
+}
+
+/** POST /api/web3/risk-v2. */
+export function presentAssessment(v: TargetVerdict | TokenVerdict): Assessment {
+  return {
+    assessment_id: newId('asm'),
+    target: v.target,
+    chain: v.network.chain,
+    network: v.network.network,
+    target_type: v.targetType,
+    risk_score: v.riskScore,
+    risk_level: v.riskLevel,
+    complete: v.complete,
+    findings: v.findings.map(presentFinding),
+    facts: v.facts,
+    data_as_of: v.dataAsOf,
+    assessed_at: v.evaluatedAt.toISOString(),
+    cached: v.cached,
+    engine_version: v.engineVersion,
+  };
+}
+
+/** POST /api/v1/scan/token. */
+export function presentTokenScan(v: TokenVerdict): TokenScan {
+  return {
+    scan_id: newId('scn'),
+    mint: v.target,
+    network: v.network.network,
+    token_program: v.tokenProgram,
+    risk_score: v.riskScore,
+    risk_level: v.riskLevel,
+    complete: v.complete,
+    token: v.token,
+    holders: v.holders,
+    known: v.known,
+    findings: v.findings.map(presentFinding),
+    data_as_of: v.dataAsOf,
+    scanned_at: v.evaluatedAt.toISOString(),
+    cached: v.cached,
+  };
+}
+
+/** The findings behind a preflight decision: the unsuppressed ones that weigh, and any unfinished check. */
+const isReason = (f: Finding) => !f.suppressed && (f.severity !== 'info' || f.code === 'check_incomplete');
+
+/** POST /api/v1/shield/preflight. */
+export function presentPreflight(v: PreflightVerdict): Preflight {
+  return {
+    decision: v.decision,
+    target: v.target,
+    intent: v.intent,
+    chain: v.network.chain,
+    network: v.network.network,
+    risk_level: v.riskLevel,
+    risk_score: v.riskScore,
+    complete: v.complete,
+    reasons: v.findings.filter(isReason).map((f): PreflightReason => ({
+      code: f.code,
+      severity: f.severity,
+      title: f.title,
+      detail: f.detail,
+      evidence: f.evidence,
+    })),
+    policy: {
+      name: v.policy.name,
+      fail_mode: v.policy.failMode,
+      deadline_ms: v.policy.deadlineMs,
+      allowlisted: v.policy.allowlisted,
+    },
+    checked_at: v.evaluatedAt.toISOString(),
+    cached: v.cached,
+  };
+}
+
+/**
+ * The impact counters of one answered request: the endpoint's own, its unsuppressed high and critical
+ * findings, and a preflight's block or warn. Counted by the routes, not by `evaluate`: a watchlist
+ * worker's evaluation is not a user's assessment.
+ */
+export function countAnswered(
+  impact: Pick<ImpactService, 'count'>,
+  metric: Extract<ImpactMetric, 'assessments' | 'token_scans' | 'preflights'>,
+  verdict: Verdict,
+): void {
+  impact.count(metric);
+  impact.count(
+    'high_risk_findings',
+    verdict.findings.filter((f) => !f.suppressed && (f.severity === 'high' || f.severity === 'critical'))
+      .length,
+  );
+  if (verdict.kind !== 'preflight') return;
+  if (verdict.decision === 'block') impact.count('preflights_blocked');
+  if (verdict.decision === 'warn') impact.count('preflights_warned');
+}
