@@ -1,5 +1,5 @@
 import { readdirSync } from 'node:fs';
-import { join, relative } from 'node:path';
+import { join } from 'node:path';
 import js from '@eslint/js';
 import importX, { createNodeResolver } from 'eslint-plugin-import-x';
 import tseslint from 'typescript-eslint';
@@ -67,30 +67,7 @@ const LAYERS = [
   },
 ];
 
-/*
- * The imports that still break the rule, each in one file (any other import there is checked); delete an
- * entry once its import is gone.
- */
-const TOLERATED = {
-  // connectOrm needs the entity list: it belongs with it in src/db.
-  'src/platform/orm.ts': 'src/db/config.ts',
-  // The usage hook and the API-key principal belong to src/http as interfaces that features implement.
-  'src/http/app.ts': 'src/usage/recorder.ts',
-  'src/http/state.ts': 'src/accounts/service.ts',
-  'src/http/middleware/auth.ts': 'src/accounts/service.ts',
-};
-
 const restrictedPaths = (zones) => ['error', { basePath: ROOT, zones }];
-/** LAYERS, with `allowed` excepted in the zones that hold `file` and forbid it. */
-const tolerating = (file, allowed) =>
-  LAYERS.map((zone) =>
-    typeof zone.from === 'string' &&
-    [zone.target].flat().some((target) => file.startsWith(`${target}/`)) &&
-    allowed.startsWith(`${zone.from}/`)
-      ? { ...zone, except: [...(zone.except ?? []), `./${relative(zone.from, allowed)}`] }
-      : zone,
-  );
-
 export default tseslint.config(
   { ignores: ['dist/', 'node_modules/', 'src/db/migrations/Migration*.ts'] },
   js.configs.recommended,
@@ -116,9 +93,5 @@ export default tseslint.config(
     },
     rules: { 'import-x/no-restricted-paths': restrictedPaths(LAYERS) },
   },
-  ...Object.entries(TOLERATED).map(([file, allowed]) => ({
-    files: [file],
-    rules: { 'import-x/no-restricted-paths': restrictedPaths(tolerating(file, allowed)) },
-  })),
   { files: ['eslint.config.js'], extends: [tseslint.configs.disableTypeChecked] },
 );

@@ -10,7 +10,7 @@ import { registerListCommands } from './lists/cli.js';
 import { ConfigError } from './platform/config.js';
 import { AppError } from './platform/errors.js';
 import { createLogger } from './platform/logger.js';
-import { connectOrm } from './platform/orm.js';
+import { connectOrm } from './db/orm.js';
 import { createRuntime, registerConnectionShutdown, VERSION } from './runtime.js';
 
 type Role = 'api' | 'worker' | 'scheduler' | 'all';

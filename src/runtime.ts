@@ -11,7 +11,7 @@ import { ListsCache, listsChannel } from './lists/cache.js';
 import { ListsService } from './lists/service.js';
 import { createLogger, type Logger } from './platform/logger.js';
 import { Metrics } from './platform/metrics.js';
-import { connectOrm, type Orm } from './platform/orm.js';
+import { connectOrm, type Orm } from './db/orm.js';
 import { PROJECT_ROOT } from './platform/paths.js';
 import { createBullConnection, createRedis } from './platform/redis.js';
 import { Shutdown } from './platform/shutdown.js';

@@ -1,5 +1,5 @@
 import { InvalidArgumentError, type Command } from 'commander';
-import { connectOrm } from '../platform/orm.js';
+import { connectOrm } from '../db/orm.js';
 import { presentAccount, presentApiKey, presentCreatedKey, presentEntitlement } from './present.js';
 import { AccountsService, type ApiKeyInfo } from './service.js';
 import type { AccountsCommandsConfig as Config } from './settings.js';

@@ -4,7 +4,7 @@ import { LRUCache } from 'lru-cache';
 import { decodeCursor, keysetPage, type Page } from '../platform/cursor.js';
 import { AppError, conflict, notFound } from '../platform/errors.js';
 import { newId } from '../platform/ids.js';
-import type { Orm } from '../platform/orm.js';
+import type { Orm } from '../db/orm.js';
 import { displayPrefix, generateApiKey, hashApiKey, isWellFormedApiKey } from './api-key-format.js';
 import {
   AccountSchema,
@@ -16,17 +16,9 @@ import {
   type Entitlement,
   type EntitlementStatus,
 } from './entities.js';
+import type { ApiKeyPrincipal } from '../http/state.js';
 
 export const ENTERPRISE_PLAN = 'enterprise';
-
-/** Who is calling `/api/v1/*`: the key, its account, and the account's entitlement at lookup time. */
-export interface ApiKeyPrincipal {
-  keyId: string;
-  keyPrefix: string;
-  accountId: string;
-  accountName: string;
-  rateLimitPerMin: number;
-}
 
 /** A raw-query row: timestamps come back from the driver as strings, not Dates. */
 interface KeyRow {

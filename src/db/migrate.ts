@@ -1,5 +1,5 @@
 import type { Logger } from '../platform/logger.js';
-import type { Orm } from '../platform/orm.js';
+import type { Orm } from './orm.js';
 
 /** Applies every pending committed migration; returns the names applied. */
 export async function applyMigrations(orm: Orm, logger: Logger): Promise<string[]> {

@@ -3,7 +3,7 @@ import type { ChainProviders } from '../chains/providers.js';
 import { pendingMigrations } from '../db/migrate.js';
 import { aliveWorkers } from '../jobs/heartbeat.js';
 import type { JobQueues } from '../jobs/queues.js';
-import type { Orm } from '../platform/orm.js';
+import type { Orm } from '../db/orm.js';
 import { UsageDrain } from '../usage/drain.js';
 import type { HealthStatus } from './schemas.js';
 

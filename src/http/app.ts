@@ -7,7 +7,6 @@ import type { Redis } from 'ioredis';
 import { AppError } from '../platform/errors.js';
 import type { Logger } from '../platform/logger.js';
 import type { Metrics } from '../platform/metrics.js';
-import type { UsageRecorder } from '../usage/recorder.js';
 import { registerDocs } from './docs.js';
 import { authMiddleware, type AuthDeps } from './middleware/auth.js';
 import { errorMiddleware } from './middleware/errors.js';
@@ -16,13 +15,32 @@ import { requestIdMiddleware, requestLogFields } from './middleware/request-id.j
 import { buildOpenApiDocument } from './openapi.js';
 import { koaPath, parseOrThrow, type RouteSpec } from './route.js';
 
+/** A finished call of an API-key route, as the HTTP layer saw it. */
+export interface FinishedCall {
+  method: string;
+  /** The route template (`/api/v1/scan/token`). */
+  endpoint: string;
+  status: number;
+  latencyMs: number;
+  accountId: string;
+  apiKeyId: string;
+  apiKeyPrefix: string;
+  /** The id the response carried (see UsageEntry.request_id). */
+  requestId: string;
+}
+
+/** Where finished API-key calls go (the usage feature's recorder): never a wait on the request path. */
+export interface CallRecorder {
+  recordCall(call: FinishedCall): void;
+}
+
 export interface AppDeps {
   logger: Logger;
   metrics: Metrics;
   auth: AuthDeps;
   redis: Redis;
   redisKeyPrefix: string;
-  usage: UsageRecorder;
+  usage: CallRecorder;
   bodyLimitKb: number;
   trustProxy: boolean;
   version: string;
@@ -76,7 +94,7 @@ const matchedRoute = (ctx: Context) =>
  * (so the final status is known): labels by route template (`unmatched` for unknown paths, so cardinality
  * stays bounded); 2xx/3xx are logged at debug, 4xx at info, 5xx at warn; API-key calls go to usage.
  */
-function observe(metrics: Metrics, logger: Logger, usage: UsageRecorder) {
+function observe(metrics: Metrics, logger: Logger, usage: CallRecorder) {
   return async (ctx: Context, next: Next) => {
     try {
       await next();

@@ -1,6 +1,14 @@
 import type { Context } from 'koa';
-import type { ApiKeyPrincipal } from '../accounts/service.js';
 import type { JwtPrincipal } from './jwt.js';
+
+/** Who is calling `/api/v1/*`: the key, its account, and the account's entitlement at lookup time. */
+export interface ApiKeyPrincipal {
+  keyId: string;
+  keyPrefix: string;
+  accountId: string;
+  accountName: string;
+  rateLimitPerMin: number;
+}
 
 /** What the middleware chain learns about a request, typed for every handler. */
 declare module 'koa' {

@@ -1,6 +1,6 @@
 import { jsonText, type JsonText } from '../http/route.js';
 import type { Logger } from '../platform/logger.js';
-import type { Orm } from '../platform/orm.js';
+import type { Orm } from '../db/orm.js';
 import { presentImpact } from './present.js';
 import type { ImpactBody } from './schemas.js';
 

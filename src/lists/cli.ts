@@ -3,7 +3,7 @@ import { access, constants } from 'node:fs/promises';
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import { networksFromConfig } from '../chains/providers.js';
 import { AppError } from '../platform/errors.js';
-import { connectOrm } from '../platform/orm.js';
+import { connectOrm } from '../db/orm.js';
 import {
   parseIsoDay,
   parseSanctionsFile,

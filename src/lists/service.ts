@@ -5,7 +5,7 @@ import { clip, resolveNetwork, type NetworkDef } from '../chains/registry.js';
 import { decodeCursor, keysetPage, type Page } from '../platform/cursor.js';
 import { AppError, invalidRequest, notFound } from '../platform/errors.js';
 import { newId } from '../platform/ids.js';
-import type { Orm } from '../platform/orm.js';
+import type { Orm } from '../db/orm.js';
 import { displayAddress, normaliseAddress } from './addresses.js';
 import { LIST_NAMES, ListEntrySchema, type ListEntry, type ListName } from './entities.js';
 import type { SanctionRecord } from './sanctions-files.js';

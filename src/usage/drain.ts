@@ -1,7 +1,7 @@
 import { hostname } from 'node:os';
 import type { Redis } from 'ioredis';
 import type { Logger } from '../platform/logger.js';
-import type { Orm } from '../platform/orm.js';
+import type { Orm } from '../db/orm.js';
 import { BATCH_FIELD, type UsageEntry } from './recorder.js';
 
 const GROUP = 'usage-drain';

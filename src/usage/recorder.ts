@@ -1,3 +1,4 @@
+import type { FinishedCall } from '../http/app.js';
 import type { Redis } from 'ioredis';
 import { newId } from '../platform/ids.js';
 import type { Logger } from '../platform/logger.js';
@@ -17,20 +18,6 @@ export interface UsageEntry {
    */
   request_id: string;
   at: string;
-}
-
-/** A finished call of an API-key route, as the HTTP layer saw it. */
-export interface FinishedCall {
-  method: string;
-  /** The route template (`/api/v1/scan/token`). */
-  endpoint: string;
-  status: number;
-  latencyMs: number;
-  accountId: string;
-  apiKeyId: string;
-  apiKeyPrefix: string;
-  /** The id the response carried (see UsageEntry.request_id). */
-  requestId: string;
 }
 
 export const usageStreamKey = (prefix: string) => `${prefix}usage:stream`;

@@ -1,6 +1,6 @@
 import { IsolationLevel, type AnyEntity, type EntityData } from '@mikro-orm/core';
 import { decodeCursor, decodeTimeCursor, keysetPage, type Page } from '../platform/cursor.js';
-import type { Orm } from '../platform/orm.js';
+import type { Orm } from '../db/orm.js';
 import type { UsageQuery } from './schemas.js';
 
 /** One developer-API call. */

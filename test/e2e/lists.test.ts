@@ -13,7 +13,7 @@ import type {
   SanctionsImportBody,
 } from '../../src/lists/schemas.js';
 import { ListsService } from '../../src/lists/service.js';
-import { connectOrm, type Orm } from '../../src/platform/orm.js';
+import { connectOrm, type Orm } from '../../src/db/orm.js';
 import { PROJECT_ROOT } from '../../src/platform/paths.js';
 import type { UsageCallBody } from '../../src/usage/schemas.js';
 import {

@@ -12,7 +12,7 @@ import { ListsService } from '../../src/lists/service.js';
 import { createRedis } from '../../src/platform/redis.js';
 import { loadConfig } from '../../src/config.js';
 import { createLogger } from '../../src/platform/logger.js';
-import { connectOrm, type Orm } from '../../src/platform/orm.js';
+import { connectOrm, type Orm } from '../../src/db/orm.js';
 import { PROJECT_ROOT } from '../../src/platform/paths.js';
 import { createTestDatabase, REDIS_URL } from '../support/env.js';
 import { eventually } from '../support/service.js';

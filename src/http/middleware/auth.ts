@@ -1,9 +1,9 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Context, Next } from 'koa';
-import type { AccountsService } from '../../accounts/service.js';
 import { AppError } from '../../platform/errors.js';
 import type { JwtVerifier } from '../jwt.js';
 import type { AuthScheme } from '../route.js';
+import type { ApiKeyPrincipal } from '../state.js';
 
 const digest = (s: string) => createHash('sha256').update(s).digest();
 
@@ -22,8 +22,16 @@ export function isBrowserRequest(ctx: Context): boolean {
   return site !== '' && site !== 'none';
 }
 
+/** What authentication asks of the accounts feature (AccountsService implements it). */
+export interface AccountDirectory {
+  /** The principal of a raw X-API-Key, or a thrown `unauthorized` / `entitlement_required`. */
+  authenticateApiKey(raw: string): Promise<ApiKeyPrincipal>;
+  /** The account a JWT's account claim names, or null. */
+  findAccountByOrgId(orgId: string): Promise<{ id: string } | null>;
+}
+
 export interface AuthDeps {
-  accounts: AccountsService;
+  accounts: AccountDirectory;
   jwt: JwtVerifier;
   agentKeys: readonly string[];
   keyAdminRole: string;

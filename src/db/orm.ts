@@ -1,5 +1,5 @@
 import { MikroORM } from '@mikro-orm/postgresql';
-import { ormOptions } from '../db/config.js';
+import { ormOptions } from './config.js';
 
 export type Orm = MikroORM;
 
