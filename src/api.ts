@@ -42,7 +42,6 @@ export async function startApi(rt: Runtime): Promise<Server> {
   ];
   const jwt = new JwtVerifier(config.auth.jwt, logger);
   jwt.start(); // not awaited: the JWKS is fetched in the background (a JWT call meanwhile waits for it)
-  shutdown.add('jwks', () => jwt.stop());
   const app = createApp({
     logger,
     metrics: rt.metrics,
@@ -77,5 +76,6 @@ export async function startApi(rt: Runtime): Promise<Server> {
   shutdown.add('usage-flush', () => usage.flush(5000));
   shutdown.add('impact-counters', () => rt.impact.stopFlushing());
   shutdown.add('lists-cache', () => rt.listsCache.stop());
+  shutdown.add('jwks', () => jwt.stop());
   return http.server;
 }

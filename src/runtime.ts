@@ -115,6 +115,7 @@ export async function createRuntime(role: string, config: Readonly<Config> = loa
 
 /** Connections close last, after every role's own shutdown steps. */
 export function registerConnectionShutdown(rt: Runtime): void {
+  rt.shutdown.add('providers', () => rt.providers.close());
   rt.shutdown.add('queues', () => rt.queues.close());
   rt.shutdown.add('orm', () => rt.orm.close());
   rt.shutdown.add('redis', async () => {

@@ -114,6 +114,11 @@ export class JsonRpcClient {
     });
   }
 
+  /** Closes the idle keep-alive connections to the providers (at shutdown). */
+  close(): void {
+    this.http.close();
+  }
+
   /** Provider names in failover order (`solana/mainnet#0`, …). */
   get providers(): string[] {
     return this.endpoints.map((e) => e.name);

@@ -149,6 +149,11 @@ export class ChainProviders {
     this.view = { networks: networks.map((n) => n.def), configured: [...this.clients.keys()] };
   }
 
+  /** Closes every client's idle connections (at shutdown, after the work that used them). */
+  close(): void {
+    for (const client of this.clients.values()) client.close();
+  }
+
   /** Every network riskwatch knows, configured or not. */
   get networks(): readonly NetworkDef[] {
     return this.view.networks;

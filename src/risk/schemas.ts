@@ -255,13 +255,9 @@ export const preflightSchema = z
   })
   .meta({ id: 'Preflight' });
 
-export type EvidenceBody = z.infer<typeof evidenceSchema>;
 export type FindingBody = z.infer<typeof findingSchema>;
-export type RiskV2Request = z.infer<typeof riskV2Body>;
 export type Assessment = z.infer<typeof assessmentSchema>;
-export type TokenScanRequest = z.infer<typeof scanBody>;
 export type TokenScan = z.infer<typeof scanSchema>;
-export type PreflightRequest = z.infer<typeof preflightBody>;
 export type PreflightReason = z.infer<typeof reasonSchema>;
 export type Preflight = z.infer<typeof preflightSchema>;
 export type TokenMetadataView = z.infer<typeof metadataSchema>;
