@@ -55,26 +55,14 @@ export const listEntriesQuerySchema = z
 export type ListEntriesQuery = z.output<typeof listEntriesQuerySchema>;
 
 const optionalText = (max: number) => z.string().trim().max(max).nullable().optional();
+const optionalName = (description: string) =>
+  z.string().trim().min(1).max(100).nullable().optional().meta({ description });
 
 export const newListEntrySchema = z
   .object({
     target: z.string().trim().min(1).max(200).meta({ description: 'A Solana or EVM address.' }),
-    chain: z
-      .string()
-      .trim()
-      .min(1)
-      .max(100)
-      .nullable()
-      .optional()
-      .meta({ description: 'Chain name or CAIP-2 id; omitted: every chain.' }),
-    network: z
-      .string()
-      .trim()
-      .min(1)
-      .max(100)
-      .nullable()
-      .optional()
-      .meta({ description: 'A network of the chain (or a CAIP-2 id): only resolves the chain.' }),
+    chain: optionalName('Chain name or CAIP-2 id; omitted: every chain.'),
+    network: optionalName('A network of the chain (or a CAIP-2 id): only resolves the chain.'),
     label: optionalText(200),
     reason: optionalText(1000),
   })
