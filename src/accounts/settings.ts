@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { int, type EnvVars } from '../platform/config.js';
+import type { JwtSettings } from '../http/settings.js';
 import type { DatabaseSettings } from '../platform/settings.js';
 
 /** The accounts part of the `auth` section: how API keys are looked up and how many an account may hold. */
@@ -19,7 +20,8 @@ export type RateLimitSettings = z.infer<typeof rateLimitSettings>;
 export interface AccountsCommandsConfig {
   database: DatabaseSettings;
   rate_limit: RateLimitSettings;
-  auth: AccountsAuthSettings;
+  /** `bootstrap` prints calls with the agent key and can sign a demo token with the JWT secret. */
+  auth: AccountsAuthSettings & { agent_keys: string[]; jwt: JwtSettings };
 }
 
 export const ACCOUNTS_ENV_VARS: EnvVars = {

@@ -78,6 +78,7 @@ export function networksFromConfig(chains: ChainsConfig): ConfiguredNetwork[] {
         family,
         ...(family === 'evm' && /^\d+$/.test(reference) ? { chainId: Number(reference) } : {}),
         aliases: settings.aliases ?? [],
+        ...(settings.fork_of ? { forkOf: settings.fork_of } : {}),
       };
     }),
   ];

@@ -15,7 +15,16 @@ export interface NetworkDef {
   /** EVM chain id (the CAIP-2 reference of `eip155:<id>`); absent on Solana. */
   chainId?: number;
   aliases: readonly string[];
+  /**
+   * The built-in network this one copies (a local fork, the demo chain), by CAIP-2 id: the known-good
+   * context of that network (known mints, pool owners) applies here too.
+   */
+  forkOf?: string;
 }
+
+/** Whether data kept for the networks `caip2s` (CAIP-2 ids) applies on `def`, directly or as a fork. */
+export const appliesOn = (caip2s: readonly string[], def: Pick<NetworkDef, 'caip2' | 'forkOf'>): boolean =>
+  caip2s.includes(def.caip2) || (def.forkOf !== undefined && caip2s.includes(def.forkOf));
 
 const solana = (network: string, genesis: string, aliases: string[] = []): NetworkDef => ({
   chain: 'solana',

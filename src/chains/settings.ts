@@ -14,6 +14,8 @@ const networkSettings = z.strictObject({
   batch_max: int(1, 1000).optional(),
   caip2: z.string().regex(CAIP2_PATTERN, 'expected a CAIP-2 id such as eip155:1').optional(),
   aliases: csv.pipe(z.array(slug)).optional(),
+  /** A network that is not built in but copies one (a local fork, the demo chain): its CAIP-2 id. */
+  fork_of: z.string().regex(CAIP2_PATTERN, 'expected a CAIP-2 id such as eip155:1').optional(),
 });
 
 /** The `chains` section: provider defaults, and each network's URLs and overrides. */
@@ -76,6 +78,8 @@ function checkNetworks(chains: ChainsConfig, ctx: z.RefinementCtx): void {
       if (builtIn) {
         if (settings.caip2 !== undefined && settings.caip2 !== builtIn.caip2)
           issue('caip2', `${chain}/${network} is built in as ${builtIn.caip2}; leave caip2 out`);
+        if (settings.fork_of !== undefined)
+          issue('fork_of', `${chain}/${network} is built in: leave fork_of out`);
       } else if (settings.caip2 === undefined) {
         issue('caip2', `${chain}/${network} is not built in: give its CAIP-2 id (solana:… or eip155:…)`);
       } else if (!familyOfCaip2(settings.caip2)) {
@@ -84,6 +88,9 @@ function checkNetworks(chains: ChainsConfig, ctx: z.RefinementCtx): void {
         issue('caip2', `${settings.caip2} is already ${seenCaip2.get(settings.caip2)}`);
       } else {
         seenCaip2.set(settings.caip2, `${chain}.${network}`);
+        const original = BUILT_IN_NETWORKS.find((n) => n.caip2 === settings.fork_of);
+        if (settings.fork_of !== undefined && original?.family !== familyOfCaip2(settings.caip2))
+          issue('fork_of', `expected the CAIP-2 id of a built-in ${familyOfCaip2(settings.caip2)} network`);
       }
       const names = namesOf.get(chain) ?? new Set<string>();
       if (!builtIn) {

@@ -7,6 +7,9 @@ import { BUILT_IN_NETWORKS, resolveNetwork, type NetworkDef } from '../../src/ch
 import { ENV_VARS, loadConfig } from '../../src/config.js';
 import { ConfigError } from '../../src/platform/config.js';
 import { AppError } from '../../src/platform/errors.js';
+import { SOLANA_KNOWN } from '../../src/risk/known/solana.js';
+
+const USDC = 'EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v';
 
 function thrown<T extends Error>(fn: () => unknown, type: new (...args: never[]) => T): T {
   try {
@@ -210,12 +213,37 @@ describe('chains configuration', () => {
       aliases: [],
     });
     expect(holesky.tuning.batchMax).toBe(1);
+    expect(holesky.def.forkOf).toBeUndefined();
 
     const providers = new ChainProviders(networks);
     expect(label(providers.resolve('solana', 'mainnet-primary'))).toBe('solana/mainnet');
     expect(label(providers.resolve('eip155:17000', undefined))).toBe('ethereum/holesky');
     expect(label(providers.resolve('ethereum', '17000'))).toBe('ethereum/holesky');
     expect(providers.evm(providers.resolve('ethereum', 'holesky')).network.caip2).toBe('eip155:17000');
+  });
+
+  it('lets a fork of a built-in network use its known-good context (fork_of)', () => {
+    const file = join(tmp, 'fork.yaml');
+    writeFileSync(
+      file,
+      [
+        'chains:',
+        '  networks:',
+        '    solana:',
+        '      demo:',
+        '        caip2: solana:riskwatch-demo',
+        '        fork_of: solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp',
+        '        rpc_urls: [http://127.0.0.1:8899]',
+      ].join('\n'),
+    );
+    const networks = networksFromConfig(loadConfig({ RISKWATCH_CONFIG: file }).chains);
+    const demo = networks.find((n) => label(n.def) === 'solana/demo')!.def;
+    expect(demo.forkOf).toBe('solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp');
+    const devnet = BUILT_IN_NETWORKS.find((n) => label(n) === 'solana/devnet')!;
+    expect(SOLANA_KNOWN.mint(demo, USDC)?.symbol).toBe('USDC');
+    expect(SOLANA_KNOWN.imitatedBy(demo, 'usdc', 'other')).toHaveLength(1);
+    expect(SOLANA_KNOWN.mint(devnet, USDC)).toBeUndefined();
+    expect(SOLANA_KNOWN.mint({ ...demo, forkOf: undefined }, USDC)).toBeUndefined();
   });
 
   it.each([
@@ -245,6 +273,16 @@ describe('chains configuration', () => {
       /already names a solana network/,
     ],
     ['a misspelt key', 'solana:\n      mainnet:\n        rpc_url: [https://x.example]', /rpc_url/],
+    [
+      'fork_of on a built-in network',
+      'solana:\n      devnet:\n        rpc_urls: []\n        fork_of: solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp',
+      /fork_of.*built in/,
+    ],
+    [
+      'fork_of naming a network of another family',
+      'ethereum:\n      fork:\n        caip2: eip155:31337\n        rpc_urls: []\n        fork_of: solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp',
+      /fork_of.*built-in evm network/,
+    ],
   ])('refuses %s', (_what, networksYaml, message) => {
     const file = join(tmp, `bad-${Math.random().toString(36).slice(2)}.yaml`);
     writeFileSync(file, `chains:\n  networks:\n    ${networksYaml}\n`);

@@ -1,6 +1,6 @@
 import { isAddress } from '@solana/kit';
 import { z } from 'zod';
-import { CAIP2_PATTERN, type NetworkDef } from '../../chains/registry.js';
+import { appliesOn, CAIP2_PATTERN, type NetworkDef } from '../../chains/registry.js';
 import data from './solana.json' with { type: 'json' };
 
 /*
@@ -116,7 +116,7 @@ export class SolanaKnownRegistry {
 
   /** The known mint at `mint` on this network. */
   mint(network: NetworkDef, mint: string): KnownMint | undefined {
-    return this.mints.find((m) => m.mint === mint && m.networks.includes(network.caip2));
+    return this.mints.find((m) => m.mint === mint && appliesOn(m.networks, network));
   }
 
   /** Known mints of this network (other than `except`) whose symbol, name or an alias equals `text`. */
@@ -126,19 +126,19 @@ export class SolanaKnownRegistry {
     return this.mints.filter(
       (m) =>
         m.mint !== except &&
-        m.networks.includes(network.caip2) &&
+        appliesOn(m.networks, network) &&
         [m.symbol, m.name, ...m.aliases].some((s) => normalizeTokenText(s) === wanted),
     );
   }
 
   /** A known owner by its own address. */
   owner(network: NetworkDef, owner: string): KnownOwner | undefined {
-    return this.owners.find((o) => o.address === owner && o.networks.includes(network.caip2));
+    return this.owners.find((o) => o.address === owner && appliesOn(o.networks, network));
   }
 
   /** A known program whose accounts own token accounts as a pool / locker does. */
   ownerProgram(network: NetworkDef, program: string): KnownOwnerProgram | undefined {
-    return this.ownerPrograms.find((p) => p.program === program && p.networks.includes(network.caip2));
+    return this.ownerPrograms.find((p) => p.program === program && appliesOn(p.networks, network));
   }
 }
 

@@ -17,6 +17,8 @@ export const ANVIL_DEFAULT_CHAIN_ID = 1;
 export interface AnvilOptions {
   /** Default 1 (see ANVIL_DEFAULT_CHAIN_ID). */
   chainId?: number;
+  /** Default 0: an ephemeral port. */
+  port?: number;
   /** Default `prague`: the first hardfork with EIP-7702 (set-code transactions). */
   hardfork?: string;
   mnemonic?: string;
@@ -129,7 +131,7 @@ export async function startAnvil(opts: AnvilOptions = {}): Promise<RunningAnvil>
     '--host',
     '127.0.0.1',
     '--port',
-    '0',
+    String(opts.port ?? 0),
     '--hardfork',
     opts.hardfork ?? 'prague',
     '--chain-id',

@@ -178,11 +178,15 @@ interface JsonRpcResponse {
 }
 
 /**
- * Serve `svm` over HTTP JSON-RPC on 127.0.0.1 (ephemeral port). `ledger` answers the history methods:
+ * Serve `svm` over HTTP JSON-RPC on 127.0.0.1 (`port`, default an ephemeral one). `ledger` answers the history methods:
  * pass the chain's, and change state only through that chain (send / setAccount) — its version keys the
  * facade's token-account index. Without a ledger there is no history and no index cache.
  */
-export async function startSolanaFacade(svm: LiteSVM, ledger?: TransactionLedger): Promise<SolanaFacade> {
+export async function startSolanaFacade(
+  svm: LiteSVM,
+  ledger?: TransactionLedger,
+  listenPort = 0,
+): Promise<SolanaFacade> {
   const stats = new FacadeStats();
   const faults = new FaultPlan();
   const rpc = new RpcMethods(svm, ledger ?? new TransactionLedger(), ledger !== undefined);
@@ -299,7 +303,10 @@ export async function startSolanaFacade(svm: LiteSVM, ledger?: TransactionLedger
     });
   }
 
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(listenPort, '127.0.0.1', resolve);
+  });
   const { port } = server.address() as AddressInfo;
   return {
     url: `http://127.0.0.1:${port}`,

@@ -213,7 +213,7 @@ export interface SolanaWorld {
    * A facade over this world's state and ledger; close it when done. Change state through `chain`
    * (send / setAccount), not `svm` directly: the chain's ledger version keys the facade's token index.
    */
-  startFacade(): Promise<SolanaFacade>;
+  startFacade(port?: number): Promise<SolanaFacade>;
 }
 
 export interface BuildSolanaWorldOptions {
@@ -598,7 +598,7 @@ export async function buildSolanaWorld(options: BuildSolanaWorldOptions = {}): P
     ledger: chain.ledger,
     fixtures,
     actors: { flaggedCounterparty, delegateSpender, poolOwner, whale, holders },
-    startFacade: () => startSolanaFacade(chain.svm, chain.ledger),
+    startFacade: (port?: number) => startSolanaFacade(chain.svm, chain.ledger, port),
   };
 }
 
