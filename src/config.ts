@@ -17,6 +17,7 @@ import {
 } from './platform/settings.js';
 import { RISK_ENV_VARS, riskSettings } from './risk/settings.js';
 import { USAGE_ENV_VARS, usageSettings } from './usage/settings.js';
+import { WATCHLISTS_ENV_VARS, watchlistsSettings } from './watchlists/settings.js';
 
 /**
  * The whole configuration, composed of the sections each part of riskwatch declares in its `settings.ts`
@@ -30,6 +31,7 @@ const schema = z.object({
   auth: z.object({ ...httpAuthSettings.shape, ...accountsAuthSettings.shape }),
   rate_limit: rateLimitSettings,
   lists: listsSettings,
+  watchlists: watchlistsSettings,
   usage: usageSettings,
   scheduler: schedulerSettings,
   impact: impactSettings,
@@ -45,6 +47,7 @@ export const ENV_VARS: EnvVars = {
   ...HTTP_ENV_VARS,
   ...ACCOUNTS_ENV_VARS,
   ...LISTS_ENV_VARS,
+  ...WATCHLISTS_ENV_VARS,
   ...USAGE_ENV_VARS,
   ...SCHEDULER_ENV_VARS,
   ...IMPACT_ENV_VARS,

@@ -4,24 +4,59 @@ import { startHeartbeat } from '../src/jobs/heartbeat.js';
 import { JOB_NAMES, type JobName } from '../src/jobs/queues.js';
 import { createBullConnection, createRedis } from '../src/platform/redis.js';
 import type { Runtime } from '../src/runtime.js';
+import { WatchMetrics } from '../src/watchlists/metrics.js';
+import { WatchlistScanner } from '../src/watchlists/scan.js';
 import { usageStreamKey } from '../src/usage/recorder.js';
 import { UsageDrain } from '../src/usage/drain.js';
 import { impactRefresh } from './impact-refresh.worker.js';
 import { checkHandlers, jobProcessor, type JobHandlers } from './job-handler.js';
 import { usagePrune } from './usage-prune.worker.js';
+import { watchlistChunk, watchlistsDue, watchlistTick } from './watchlists.worker.js';
+
+/** How often a worker writes the impact counts it gathered (alerts raised). */
+const IMPACT_FLUSH_MS = 2000;
 
 /** One handler per job name (the type says so; checkHandlers says so again at start-up). */
-function handlers(rt: Runtime): JobHandlers {
+function handlers(rt: Runtime, scanner: WatchlistScanner): JobHandlers {
   return {
     'impact-refresh': impactRefresh(rt),
     'usage-prune': usagePrune(rt),
+    'watchlists-due': watchlistsDue(scanner),
+    'watchlist-tick': watchlistTick(scanner),
+    'watchlist-chunk': watchlistChunk(scanner),
   };
 }
+
+/**
+ * Per queue: jobs a worker process runs at once, and for the watchlist scans a short lock, so the chunk of
+ * a worker that died (kill -9, a lost node) is run again within 15 s instead of BullMQ's 30 + 30 s. A
+ * running job's lock is renewed every half lock, so this bounds nothing but the recovery.
+ */
+const workerOptionsOf = (rt: Runtime, name: JobName) =>
+  name === 'watchlist-chunk' || name === 'watchlist-tick'
+    ? {
+        concurrency: name === 'watchlist-chunk' ? rt.config.watchlists.scan_concurrency : 2,
+        lockDuration: 10_000,
+        stalledInterval: 5_000,
+      }
+    : { concurrency: 2 };
 
 /** The `worker` role: one BullMQ Worker per queue, the usage drain, and a liveness heartbeat. */
 export function startWorkers(rt: Runtime): void {
   const { config, logger } = rt;
-  const table = handlers(rt);
+  const scanner = new WatchlistScanner({
+    orm: rt.orm,
+    redis: rt.redis,
+    redisKeyPrefix: config.redis.key_prefix,
+    providers: rt.providers,
+    risk: rt.risk,
+    queues: rt.queues,
+    impact: rt.impact,
+    logger,
+    settings: config.watchlists,
+  });
+  scanner.useMetrics(new WatchMetrics(rt.metrics.registry, () => scanner.overview()));
+  const table = handlers(rt, scanner);
   checkHandlers(table);
   const processorOf = <N extends JobName>(name: N) => jobProcessor(name, table[name]);
 
@@ -30,7 +65,7 @@ export function startWorkers(rt: Runtime): void {
     const worker = new Worker(name, processorOf(name), {
       connection,
       prefix: `${config.redis.key_prefix}bull`,
-      concurrency: 2,
+      ...workerOptionsOf(rt, name),
     });
     worker.on('failed', (job, err) =>
       logger.warn({ job: name, job_id: job?.id, err: { message: err.message } }, 'job failed'),
@@ -43,6 +78,9 @@ export function startWorkers(rt: Runtime): void {
   drainRedis.on('error', () => undefined);
   const drain = new UsageDrain(drainRedis, rt.orm, usageStreamKey(config.redis.key_prefix), logger);
   drain.start();
+  rt.impact.startFlushing(IMPACT_FLUSH_MS);
+  // The deep scans read the accounts' deny/allow lists: keep this process's copy current.
+  void rt.listsCache.start();
   const stopHeartbeat = startHeartbeat(rt.redis, config.redis.key_prefix, `${hostname()}-${process.pid}`);
   logger.info({ queues: JOB_NAMES }, 'workers started');
 
@@ -51,6 +89,8 @@ export function startWorkers(rt: Runtime): void {
     // worker.close() waits for running jobs without a limit of its own: bound it.
     const closing = Promise.all([...workers.map((w) => w.close()), drain.stop()]);
     await Promise.race([closing, new Promise((r) => setTimeout(r, config.server.shutdown_timeout_ms / 2))]);
+    rt.listsCache.stop();
+    await rt.impact.stopFlushing().catch(() => undefined);
     await Promise.allSettled([connection.quit(), drainRedis.quit()]);
   });
 }

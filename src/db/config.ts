@@ -5,6 +5,13 @@ import { AccountSchema, ApiKeySchema, EntitlementSchema } from '../accounts/enti
 import { ImpactCounterSchema, ImpactSnapshotSchema } from '../impact/entities.js';
 import { ListEntrySchema, SanctionedAddressSchema } from '../lists/entities.js';
 import { UsageRecordSchema } from '../usage/entities.js';
+import {
+  WatchlistAlertSchema,
+  WatchlistEntrySchema,
+  WatchlistRescanSchema,
+  WatchlistSchema,
+  WatchlistSnapshotSchema,
+} from '../watchlists/entities.js';
 import { PROJECT_ROOT } from '../platform/paths.js';
 import { migrations } from './migrations/index.js';
 
@@ -17,6 +24,11 @@ export const ENTITIES = [
   ImpactSnapshotSchema,
   SanctionedAddressSchema,
   ListEntrySchema,
+  WatchlistSchema,
+  WatchlistEntrySchema,
+  WatchlistSnapshotSchema,
+  WatchlistAlertSchema,
+  WatchlistRescanSchema,
 ];
 
 /**

@@ -86,6 +86,7 @@ export class ImpactService {
 
   /** Writes pending counts every `everyMs` (the roles that count: api, worker). */
   startFlushing(everyMs: number): void {
+    if (this.flushTimer) return; // the `all` role starts it twice (api and worker)
     this.flushTimer = setInterval(() => {
       this.flushCounts().catch((err: Error) =>
         this.logger.warn({ err: { message: err.message } }, 'impact counters not written yet; will retry'),
@@ -97,6 +98,7 @@ export class ImpactService {
   /** Stops the timer and writes what is pending (graceful shutdown). */
   async stopFlushing(): Promise<void> {
     clearInterval(this.flushTimer);
+    this.flushTimer = undefined;
     await this.flushCounts();
   }
 

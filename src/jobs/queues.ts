@@ -13,6 +13,13 @@ const scheduled = (cron: keyof SchedulerSettings, options: JobsOptions) => ({
   cron,
 });
 
+/** How deep a watchlist scan goes (docs/api.md, "Watchlists"). */
+export const SCAN_MODES = ['tick', 'deep', 'rescan'] as const;
+export type ScanMode = (typeof SCAN_MODES)[number];
+
+/** Ids of watchlist scans, jobs and the scan's snapshot rows: no ':' (see scheduledJobId). */
+const scanId = z.string().regex(/^[A-Za-z0-9_-]{1,80}$/);
+
 /**
  * The contract between producers (scheduler, API) and the worker: each job's queue, payload schema,
  * default options, deterministic id and, for periodic jobs, the setting holding its schedule. Every name
@@ -27,6 +34,26 @@ export const JOBS = {
     attempts: 3,
     backoff: { type: 'exponential', delay: 5000 },
   }),
+  /** Every minute: the watchlists whose schedule (or deep schedule) is due get a `watchlist-tick`. */
+  'watchlists-due': scheduled('watchlists_cron', {
+    attempts: 3,
+    backoff: { type: 'exponential', delay: 1000 },
+  }),
+  /** One scan of one watchlist: splits its entries into `watchlist-chunk` jobs (id `<scan_id>-<n>`). */
+  'watchlist-tick': {
+    payload: z.object({ watchlist_id: z.string().max(40), scan_id: scanId, mode: z.enum(SCAN_MODES) }),
+    options: { attempts: 5, backoff: { type: 'exponential', delay: 2000 } },
+  },
+  /** Up to 100 entries of one network: read their state in one batch, store changes, raise alerts. */
+  'watchlist-chunk': {
+    payload: z.object({
+      watchlist_id: z.string().max(40),
+      scan_id: scanId,
+      mode: z.enum(SCAN_MODES),
+      entry_ids: z.array(z.string().max(40)).min(1).max(100),
+    }),
+    options: { attempts: 8, backoff: { type: 'exponential', delay: 2000 } },
+  },
 } as const;
 
 export type JobName = keyof typeof JOBS;
@@ -68,6 +95,18 @@ export class JobQueues {
   async enqueue<N extends JobName>(name: N, payload: JobPayload<N>, jobId: string): Promise<void> {
     const data = JOBS[name].payload.parse(payload);
     await this.queue(name).add(name, data, { ...JOBS[name].options, ...RETENTION, jobId });
+  }
+
+  /** Enqueues many jobs of one name in one round trip; each keeps its deterministic id. */
+  async enqueueMany<N extends JobName>(name: N, jobs: readonly { payload: JobPayload<N>; jobId: string }[]) {
+    if (jobs.length === 0) return;
+    await this.queue(name).addBulk(
+      jobs.map(({ payload, jobId }) => ({
+        name,
+        data: JOBS[name].payload.parse(payload),
+        opts: { ...JOBS[name].options, ...RETENTION, jobId },
+      })),
+    );
   }
 
   /** Waiting jobs per queue and the age of the oldest, for the health check. */

@@ -2,11 +2,16 @@ import { z } from 'zod';
 import { cron, type EnvVars } from '../platform/config.js';
 
 /** The cron expression of each periodic job; a job's contract (queues.ts) names the one that drives it. */
-export const schedulerSettings = z.object({ impact_refresh_cron: cron, usage_prune_cron: cron });
+export const schedulerSettings = z.object({
+  impact_refresh_cron: cron,
+  usage_prune_cron: cron,
+  watchlists_cron: cron,
+});
 
 export type SchedulerSettings = z.infer<typeof schedulerSettings>;
 
 export const SCHEDULER_ENV_VARS: EnvVars = {
   RISKWATCH_IMPACT_REFRESH_CRON: 'scheduler.impact_refresh_cron',
   RISKWATCH_USAGE_PRUNE_CRON: 'scheduler.usage_prune_cron',
+  RISKWATCH_WATCHLISTS_CRON: 'scheduler.watchlists_cron',
 };

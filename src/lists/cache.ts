@@ -95,6 +95,7 @@ export class ListsCache {
    * start-up path do not wait for it.
    */
   start(): Promise<void> {
+    if (this.subscriber) return Promise.resolve(); // the `all` role starts it twice (api and worker)
     const sub = this.opts.redis.duplicate({ enableOfflineQueue: true, maxRetriesPerRequest: null });
     this.subscriber = sub;
     sub.on('error', (err: Error) =>

@@ -45,14 +45,18 @@ export class AnalysisCache {
     target: string,
     mode: Mode,
     analyze: () => Promise<ChainAnalysis>,
+    fresh = false,
   ): Promise<CachedAnalysis> {
     const key = `${this.deps.keyPrefix}${network.caip2}:${subject}:${target}`;
-    const near = this.local.get(key);
-    if (near && near.until > Date.now()) return { analysis: near.analysis, cached: true };
-    const hit = await this.read(key);
-    if (hit) {
-      this.keepLocal(key, hit, LOCAL_TTL_MS);
-      return { analysis: hit, cached: true };
+    // `fresh` (a watchlist entry whose state just changed): analyse anew, and cache that for the others.
+    if (!fresh) {
+      const near = this.local.get(key);
+      if (near && near.until > Date.now()) return { analysis: near.analysis, cached: true };
+      const hit = await this.read(key);
+      if (hit) {
+        this.keepLocal(key, hit, LOCAL_TTL_MS);
+        return { analysis: hit, cached: true };
+      }
     }
 
     const flightKey = `${key}|${mode}`;

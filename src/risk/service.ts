@@ -68,7 +68,8 @@ export interface TargetRef {
   field?: string;
 }
 
-export type EvaluateOptions = { targetType: string } | { intent: string };
+/** `fresh`: skip the analysis cache (the watchlist scanner, when an entry's state just changed). */
+export type EvaluateOptions = { targetType: string; fresh?: boolean } | { intent: string };
 
 /** What every verdict holds. */
 interface VerdictBase {
@@ -166,13 +167,13 @@ export class RiskService {
   evaluate(
     accountId: string,
     target: TargetRef,
-    options: { targetType: string },
+    options: { targetType: string; fresh?: boolean },
   ): Promise<TargetVerdict | TokenVerdict>;
   evaluate(accountId: string, target: TargetRef, options: { intent: string }): Promise<PreflightVerdict>;
   evaluate(accountId: string, target: TargetRef, options: EvaluateOptions): Promise<Verdict> {
     return 'intent' in options
       ? this.evaluateBeforeAction(accountId, target, options.intent)
-      : this.evaluateAsType(accountId, target, options.targetType);
+      : this.evaluateAsType(accountId, target, options.targetType, options.fresh);
   }
 
   /** `evaluate` as a `token` that must be a mint: no account → 404 `not_found`, another account → 422 `not_a_mint`. */
@@ -203,6 +204,7 @@ export class RiskService {
     accountId: string,
     ref: TargetRef,
     type: string,
+    fresh = false,
   ): Promise<TargetVerdict | TokenVerdict> {
     const network = this.deps.providers.resolve(ref.chain, ref.network);
     const targetType = oneOf(TARGET_TYPES, type, 'unsupported_target_type', 'target_type');
@@ -215,7 +217,7 @@ export class RiskService {
       );
     const target = parseAddress(network, ref.address, ref.field);
     const [fetched, lists] = await Promise.all([
-      this.chainAnalysis(network, target, targetType, 'full'),
+      this.chainAnalysis(network, target, targetType, 'full', 0, fresh),
       this.deps.lists.view(accountId),
     ]);
     const judged = applyContext(fetched.analysis, { network, target, targetType, lists });
@@ -290,15 +292,22 @@ export class RiskService {
     subject: Subject,
     mode: Mode,
     budgetMs = 0,
+    fresh = false,
   ): Promise<CachedAnalysis> {
-    const fetched = await this.cache.getOrAnalyze(network, subject, target, mode, () =>
-      this.analyzer.analyzeWithin(
-        network,
-        target,
-        subject,
-        mode === 'full' ? this.deps.settings.deadline_ms : budgetMs,
-        mode,
-      ),
+    const fetched = await this.cache.getOrAnalyze(
+      network,
+      subject,
+      target,
+      mode,
+      () =>
+        this.analyzer.analyzeWithin(
+          network,
+          target,
+          subject,
+          mode === 'full' ? this.deps.settings.deadline_ms : budgetMs,
+          mode,
+        ),
+      fresh,
     );
     const { analysis } = fetched;
     if (!fetched.cached && mode === 'full' && analysis.facts.exists === null) {

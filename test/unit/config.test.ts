@@ -64,6 +64,14 @@ describe('loadConfig', () => {
     expect(config.scheduler).toEqual({
       impact_refresh_cron: '*/15 * * * * *',
       usage_prune_cron: '17 3 * * *',
+      watchlists_cron: '* * * * *',
+    });
+    expect(config.watchlists).toEqual({
+      default_schedule: '*/5 * * * *',
+      default_deep_schedule: '0 3 * * *',
+      max_entries_per_account: 1_000_000,
+      scan_concurrency: 8,
+      deep_concurrency: 4,
     });
     expect(config.impact.reload_ms).toBe(5000);
   });

@@ -1,6 +1,6 @@
 import { Queue, UnrecoverableError, Worker, type Job } from 'bullmq';
 import { afterAll, describe, expect, it } from 'vitest';
-import { JOBS, type JobPayload } from '../../src/jobs/queues.js';
+import { JOB_NAMES, JOBS, type JobPayload } from '../../src/jobs/queues.js';
 import { AppError } from '../../src/platform/errors.js';
 import { createBullConnection } from '../../src/platform/redis.js';
 import { checkHandlers, isRetryable, jobProcessor, type JobHandler } from '../../workers/job-handler.js';
@@ -94,18 +94,21 @@ describe('jobProcessor', () => {
 
 describe('checkHandlers', () => {
   const handler = () => Promise.resolve();
+  const all = Object.fromEntries(JOB_NAMES.map((name) => [name, handler]));
 
   it('accepts exactly one handler per job name', () => {
-    expect(() => checkHandlers({ 'impact-refresh': handler, 'usage-prune': handler })).not.toThrow();
+    expect(() => checkHandlers(all)).not.toThrow();
   });
 
   it('stops start-up on a missing or an unknown handler', () => {
-    expect(() => checkHandlers({ 'impact-refresh': handler })).toThrow(
+    const withoutPrune = { ...all };
+    delete withoutPrune['usage-prune'];
+    expect(() => checkHandlers(withoutPrune)).toThrow(
       'job handlers out of step: missing [usage-prune], unknown []',
     );
-    expect(() =>
-      checkHandlers({ 'impact-refresh': handler, 'usage-prune': handler, 'watchlist-rescan': handler }),
-    ).toThrow('job handlers out of step: missing [], unknown [watchlist-rescan]');
+    expect(() => checkHandlers({ ...all, 'watchlist-rescan': handler })).toThrow(
+      'job handlers out of step: missing [], unknown [watchlist-rescan]',
+    );
   });
 });
 

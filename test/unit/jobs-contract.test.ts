@@ -9,6 +9,7 @@ describe('job contracts', () => {
       {
         'impact-refresh': '*/15 * * * * *',
         'usage-prune': '17 3 * * *',
+        'watchlists-due': '* * * * *',
       },
     );
     expect(SCHEDULED_JOB_NAMES.map((name) => JOBS[name].cron).sort()).toEqual(Object.keys(scheduler).sort());

@@ -85,6 +85,12 @@ RISKWATCH_MAX_LIST_ENTRIES_PER_ACCOUNT: {{ $c.maxListEntriesPerAccount | int | q
 RISKWATCH_USAGE_RETENTION_DAYS: {{ $c.usageRetentionDays | int | quote }}
 RISKWATCH_IMPACT_REFRESH_CRON: {{ $c.impactRefreshCron | quote }}
 RISKWATCH_USAGE_PRUNE_CRON: {{ $c.usagePruneCron | quote }}
+RISKWATCH_WATCHLISTS_CRON: {{ $c.watchlistsCron | quote }}
+RISKWATCH_WATCHLIST_DEFAULT_SCHEDULE: {{ $c.watchlists.defaultSchedule | quote }}
+RISKWATCH_WATCHLIST_DEFAULT_DEEP_SCHEDULE: {{ $c.watchlists.defaultDeepSchedule | quote }}
+RISKWATCH_MAX_WATCHLIST_ENTRIES_PER_ACCOUNT: {{ $c.watchlists.maxEntriesPerAccount | int | quote }}
+RISKWATCH_WATCHLIST_SCAN_CONCURRENCY: {{ $c.watchlists.scanConcurrency | int | quote }}
+RISKWATCH_WATCHLIST_DEEP_CONCURRENCY: {{ $c.watchlists.deepConcurrency | int | quote }}
 RISKWATCH_IMPACT_RELOAD_MS: {{ $c.impactReloadMs | int | quote }}
 JWT_ALGORITHMS: {{ $c.jwt.algorithms | quote }}
 JWT_ISSUER: {{ $c.jwt.issuer | quote }}
