@@ -233,7 +233,7 @@ export class WatchlistScanner {
 
   /**
    * Hashes compared; the full analysis (at most `deep_concurrency` at once) for the entries that need it:
-   * all of them on a deep scan or a rescan, else those whose state changed or that have no verdict yet.
+   * all of them on a deep scan or a rescan, else those whose state changed since the last scan.
    */
   private async judge(
     mode: ScanMode,
@@ -247,7 +247,9 @@ export class WatchlistScanner {
       const hash = stateHash(read.state);
       return { entry, read, hash, changed: hash !== entry.state_hash, outcome: 'ok', alerts: [] };
     });
-    const analysed = outcomes.filter((o) => mode !== 'tick' || o.changed || !o.entry.verdict);
+    // A tick analyses only real changes: a new entry's first read is its baseline, judged by the next deep
+    // scan or a rescan (a 100,000-entry list must not cost 100,000 analyses on its first tick).
+    const analysed = outcomes.filter((o) => mode !== 'tick' || (o.changed && o.entry.state_hash !== null));
     await eachLimited(analysed, this.deps.settings.deep_concurrency, async (o) => {
       const result = await this.analyse(o, o.changed && o.entry.state_hash !== null);
       if ('verdict' in result) o.verdict = result.verdict;

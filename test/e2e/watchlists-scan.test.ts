@@ -213,21 +213,27 @@ describe('a watchlist scan: baseline, unchanged ticks, real changes', () => {
     ]);
   }, 60_000);
 
-  it('the first scan is the baseline: a snapshot and a verdict per entry, no alert', async () => {
+  it('the first scan is the baseline: a snapshot per entry, no alert; a rescan judges every entry', async () => {
     for (const list of [solanaList, evmList]) {
       await scan(list.id);
       expect(await alertsOf(list.id)).toEqual([]);
       expect(await countRows('watchlist_snapshots', list.id)).toBe(list.entries.size);
-      const { rows } = await db.query<{
-        risk_level: string | null;
-        last_outcome: string;
-        changed_at: Date | null;
-      }>('select risk_level, last_outcome, changed_at from watchlist_entries where watchlist_id = $1', [
-        list.id,
-      ]);
-      for (const r of rows) {
+      const entries = async () =>
+        (
+          await db.query<{ risk_level: string | null; last_outcome: string; changed_at: Date | null }>(
+            'select risk_level, last_outcome, changed_at from watchlist_entries where watchlist_id = $1',
+            [list.id],
+          )
+        ).rows;
+      // The tick reads state only: a new entry's verdict comes with a deep scan or a rescan.
+      for (const r of await entries())
+        expect(r).toEqual({ risk_level: null, last_outcome: 'ok', changed_at: null });
+      await scan(list.id, 'rescan');
+      expect(await alertsOf(list.id)).toEqual([]);
+      expect(await countRows('watchlist_snapshots', list.id)).toBe(list.entries.size);
+      for (const r of await entries()) {
         expect(r.last_outcome).toBe('ok');
-        expect(r.risk_level).not.toBeNull();
+        expect(r.risk_level).toMatch(/^(low|medium|high|critical)$/);
         expect(r.changed_at).toBeNull();
       }
     }
