@@ -1,25 +1,16 @@
 import { createHash } from 'node:crypto';
 import { getTokenDecoder as getSplTokenDecoder } from '@solana-program/token';
 import { getTokenDecoder as getToken2022TokenDecoder, type Extension } from '@solana-program/token-2022';
-import {
-  getAddressDecoder,
-  getDiscriminatedUnionDecoder,
-  getOptionDecoder,
-  getStructDecoder,
-  getU32Decoder,
-  getU64Decoder,
-  getUnitDecoder,
-  unwrapOption,
-  type Option,
-} from '@solana/kit';
-import { keccak256, size, sliceHex, getAddress, numberToHex, type Address, type Hex } from 'viem';
+import { unwrapOption, type Option } from '@solana/kit';
+import { keccak256, size, numberToHex, type Hex } from 'viem';
 import { parseEvmAddress } from '../chains/addresses.js';
 import type { EvmAccountState, EvmRpc } from '../chains/evm.js';
 import type { CallOptions } from '../chains/jsonrpc.js';
 import { canonicalJson } from '../chains/jsonrpc-wire.js';
 import type { SolanaAccount, SolanaReadOptions, SolanaRpc } from '../chains/solana.js';
-import { designatedDelegate, EIP1967_SLOTS } from '../risk/evm/account.js';
+import { addressInWord, designatedDelegate, EIP1967_SLOTS } from '../risk/evm/account.js';
 import { classifySolanaAccount, type SolanaAccountClass, type SolanaLoader } from '../risk/solana/kind.js';
+import { loaderV3StateDecoder, PROGRAMDATA_METADATA_SIZE } from '../risk/solana/program.js';
 import { decodeMintAccount, optionalKey } from '../risk/solana/token/decode.js';
 import type { TokenProgramName } from '../risk/solana/token/types.js';
 
@@ -154,28 +145,6 @@ export function stateHash(state: WatchedState): string {
 // ---- Solana ------------------------------------------------------------------------------------------
 
 const RAW_DATA_MAX = 2048;
-/** ProgramData's header (tag 4 + slot 8 + Option<Pubkey> 33): the ELF after it is not needed. */
-const PROGRAMDATA_HEADER = 45;
-
-/*
- * loader-v3 `UpgradeableLoaderState` (bincode: u32 tag; 2 Program { programdata }, 3 ProgramData { slot,
- * upgrade_authority: Option }), as src/risk/solana/program.ts describes it (which does not export it).
- */
-const loaderV3Decoder = getDiscriminatedUnionDecoder(
-  [
-    ['Uninitialized', getUnitDecoder()],
-    ['Buffer', getStructDecoder([['authority', getOptionDecoder(getAddressDecoder())]])],
-    ['Program', getStructDecoder([['programData', getAddressDecoder()]])],
-    [
-      'ProgramData',
-      getStructDecoder([
-        ['slot', getU64Decoder()],
-        ['upgradeAuthority', getOptionDecoder(getAddressDecoder())],
-      ]),
-    ],
-  ],
-  { size: getU32Decoder() },
-);
 
 const TOKEN_DECODERS = { 'spl-token': getSplTokenDecoder(), 'token-2022': getToken2022TokenDecoder() };
 
@@ -193,7 +162,7 @@ export async function readSolanaStates(
   const first = await rpc.getMultipleAccounts(addresses, opts);
   const pointers = first.accounts.map(programDataPointer);
   const wanted = [...new Set(pointers.filter((p) => p !== null))];
-  const header = { offset: 0, length: PROGRAMDATA_HEADER };
+  const header = { offset: 0, length: PROGRAMDATA_METADATA_SIZE };
   const second = wanted.length
     ? await rpc.getMultipleAccounts(wanted, { ...opts, minContextSlot: first.slot, dataSlice: header })
     : { slot: first.slot, accounts: [] };
@@ -212,7 +181,7 @@ export async function readSolanaStates(
 /** The ProgramData address of a loader-v3 program account; null for anything else. */
 function programDataPointer(account: SolanaAccount | null): string | null {
   if (!account?.executable || classifySolanaAccount(account).loader !== 'bpf-upgradeable') return null;
-  const state = attempt(() => loaderV3Decoder.decode(account.data));
+  const state = attempt(() => loaderV3StateDecoder.decode(account.data));
   return state?.__kind === 'Program' ? state.programData : null;
 }
 
@@ -297,7 +266,7 @@ function tokenAccountState(account: SolanaAccount): TokenAccountState | null {
 
 function programState(account: SolanaAccount, programData: SolanaAccount | null): ProgramState {
   const loader = classifySolanaAccount(account).loader ?? null;
-  const header = programData ? attempt(() => loaderV3Decoder.decode(programData.data)) : undefined;
+  const header = programData ? attempt(() => loaderV3StateDecoder.decode(programData.data)) : undefined;
   const data = header?.__kind === 'ProgramData' ? header : undefined;
   return {
     loader,
@@ -389,11 +358,4 @@ export function evmState(read: EvmAccountState): Omit<EvmStateRead, 'address'> {
     },
   };
   return { state, block: evidence.block, evidence };
-}
-
-/** The address in the low 20 bytes of a storage word (how Solidity stores an `address`), or null for 0. */
-function addressInWord(word: Hex): Address | null {
-  if (BigInt(word) === 0n) return null;
-  const address = sliceHex(`0x${word.slice(2).padStart(64, '0')}`, 12);
-  return BigInt(address) === 0n ? null : getAddress(address);
 }

@@ -239,7 +239,7 @@ export function designatedDelegate(code: Hex): Address | null {
 }
 
 /** The address in the low 20 bytes of a storage word (how Solidity reads an `address` slot), or null for 0. */
-function addressInWord(word: Hex): Address | null {
+export function addressInWord(word: Hex): Address | null {
   if (BigInt(word) === 0n) return null;
   const padded: Hex = `0x${word.slice(2).padStart(64, '0')}`;
   const address = sliceHex(padded, 12);

@@ -29,7 +29,7 @@ import { BPF_LOADER_UPGRADEABLE, classifySolanaAccount } from './kind.js';
  * loader-v4 `LoaderV4State`: { slot: u64, authority_address_or_next_version: Pubkey, status: u64 enum
  *   (0 Retracted, 1 Deployed, 2 Finalized) } — finalized programs can no longer be changed.
  */
-const loaderV3StateDecoder = getDiscriminatedUnionDecoder(
+export const loaderV3StateDecoder = getDiscriminatedUnionDecoder(
   [
     ['Uninitialized', getUnitDecoder()],
     ['Buffer', getStructDecoder([['authority', getOptionDecoder(getAddressDecoder())]])],
@@ -51,7 +51,7 @@ const loaderV4StateDecoder = getStructDecoder([
 ]);
 const LOADER_V4_FINALIZED = 2n;
 /** ProgramData's metadata before the ELF (tag 4 + slot 8 + Option<Pubkey> 33): all that is read of it. */
-const PROGRAMDATA_METADATA_SIZE = 45;
+export const PROGRAMDATA_METADATA_SIZE = 45;
 
 /** An explicit "nobody can upgrade it", as opposed to `null` (unknown). */
 export const NO_AUTHORITY = 'none';
