@@ -11,6 +11,7 @@ import { riskRoutes } from './risk/routes.js';
 import { RELEASE_ID, VERSION, type Runtime } from './runtime.js';
 import { UsageRecorder, usageStreamKey } from './usage/recorder.js';
 import { usageRoutes } from './usage/routes.js';
+import { watchlistRoutes } from './watchlists/routes.js';
 
 /** How often an API process writes the impact counts it gathered (assessments, scans, preflights). */
 const IMPACT_FLUSH_MS = 2000;
@@ -38,6 +39,7 @@ export async function startApi(rt: Runtime): Promise<Server> {
     ...usageRoutes(rt.usage),
     ...riskRoutes(rt.risk, rt.impact),
     ...listRoutes(rt.lists),
+    ...watchlistRoutes(rt.watchlists),
     ...accountRoutes(rt.accounts),
   ];
   const jwt = new JwtVerifier(config.auth.jwt, logger);

@@ -12,6 +12,7 @@ import { AppError } from './platform/errors.js';
 import { createLogger } from './platform/logger.js';
 import { connectOrm } from './db/orm.js';
 import { createRuntime, registerConnectionShutdown, VERSION } from './runtime.js';
+import { registerWatchlistCommands } from './watchlists/cli.js';
 
 type Role = 'api' | 'worker' | 'scheduler' | 'all';
 
@@ -66,6 +67,7 @@ program
 
 registerAccountCommands(program, config, print);
 registerListCommands(program, config, print);
+registerWatchlistCommands(program, config, print);
 
 try {
   await program.parseAsync(process.argv);

@@ -18,6 +18,8 @@ import { Shutdown } from './platform/shutdown.js';
 import { mergeKnownWalletImplementations } from './risk/known/evm.js';
 import { RiskService } from './risk/service.js';
 import { UsageService } from './usage/service.js';
+import { countWatchedTargets } from './watchlists/scan.js';
+import { WatchlistsService } from './watchlists/service.js';
 
 export const VERSION = (
   JSON.parse(readFileSync(join(PROJECT_ROOT, 'package.json'), 'utf8')) as { version: string }
@@ -46,6 +48,7 @@ export interface Runtime {
   /** The lists as the risk engine reads them (memory, dropped on every change; `start()` in the API). */
   listsCache: ListsCache;
   risk: RiskService;
+  watchlists: WatchlistsService;
 }
 
 export async function createRuntime(role: string, config: Readonly<Config> = loadConfig()): Promise<Runtime> {
@@ -62,7 +65,7 @@ export async function createRuntime(role: string, config: Readonly<Config> = loa
     metrics: metrics.registry,
     logger,
   });
-  const impact = new ImpactService(orm, chainNames, logger);
+  const impact = new ImpactService(orm, chainNames, logger, () => countWatchedTargets(orm));
   // The service tells the cache of each change; the cache reads through the service.
   const lists: ListsService = new ListsService(
     orm,
@@ -107,6 +110,16 @@ export async function createRuntime(role: string, config: Readonly<Config> = loa
         config.risk.known_wallet_implementations,
       ),
     }),
+    watchlists: new WatchlistsService(
+      orm,
+      providers,
+      {
+        defaultSchedule: config.watchlists.default_schedule,
+        defaultDeepSchedule: config.watchlists.default_deep_schedule,
+        maxEntriesPerAccount: config.watchlists.max_entries_per_account,
+      },
+      queues,
+    ),
   };
   redis.on('error', (err: Error) => logger.warn({ err: { message: err.message } }, 'redis error'));
   bull.on('error', (err: Error) => logger.warn({ err: { message: err.message } }, 'redis (queues) error'));

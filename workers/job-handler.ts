@@ -27,6 +27,7 @@ const ON_ERROR: Readonly<Record<ErrorCode, 'retry' | 'give_up'>> = {
   unsupported_media_type: 'give_up',
   conflict: 'give_up',
   limit_exceeded: 'give_up',
+  too_many_entries: 'give_up',
   not_a_mint: 'give_up',
   rate_limited: 'retry',
   provider_unavailable: 'retry',

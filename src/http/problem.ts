@@ -18,6 +18,7 @@ export const PROBLEMS: Record<ErrorCode, { status: number; title: string }> = {
   unsupported_media_type: { status: 415, title: 'Unsupported media type' },
   conflict: { status: 409, title: 'Conflict' },
   limit_exceeded: { status: 409, title: 'Account limit reached' },
+  too_many_entries: { status: 400, title: 'Too many entries in one request' },
   not_a_mint: { status: 422, title: 'Not a token mint' },
   rate_limited: { status: 429, title: 'Rate limit exceeded' },
   provider_unavailable: { status: 503, title: 'Node provider unavailable' },

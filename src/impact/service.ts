@@ -12,7 +12,6 @@ export const IMPACT_METRICS = [
   'preflights_blocked',
   'preflights_warned',
   'high_risk_findings',
-  'watchlist_targets',
   'alerts_delivered',
 ] as const;
 export type ImpactMetric = (typeof IMPACT_METRICS)[number];
@@ -46,6 +45,8 @@ export class ImpactService {
     private readonly orm: Orm,
     private readonly chains: () => string[],
     private readonly logger: Logger,
+    /** Addresses on watchlists now (a level, not a counter: removing entries lowers it). */
+    private readonly watchedTargets: () => Promise<number> = () => Promise.resolve(0),
   ) {}
 
   /**
@@ -138,7 +139,7 @@ export class ImpactService {
       },
       highRiskFindings: { total: value('high_risk_findings') },
       watchlists: {
-        targetsMonitored: value('watchlist_targets'),
+        targetsMonitored: await this.watchedTargets(),
         alertsDelivered: value('alerts_delivered'),
       },
       chains: this.chains(),

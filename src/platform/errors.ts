@@ -19,6 +19,7 @@ export type ErrorCode =
   | 'unsupported_media_type'
   | 'conflict'
   | 'limit_exceeded'
+  | 'too_many_entries'
   | 'not_a_mint'
   | 'rate_limited'
   | 'provider_unavailable'

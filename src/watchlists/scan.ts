@@ -367,6 +367,8 @@ export class WatchlistScanner {
              select id, account_id, entry_id, scan_id, state, hash, read_at_height, read_at, verdict
                from jsonb_to_recordset(?::jsonb) as r(id text, account_id text, entry_id text, scan_id text,
                     state jsonb, hash text, read_at_height bigint, read_at timestamptz, verdict jsonb)
+              -- an entry removed while its chunk ran leaves nothing behind
+              where exists (select 1 from watchlist_entries e where e.id = r.entry_id)
              on conflict (entry_id, scan_id) do update
                set state = excluded.state, hash = excluded.hash, read_at_height = excluded.read_at_height,
                    read_at = excluded.read_at, verdict = excluded.verdict
@@ -387,6 +389,7 @@ export class WatchlistScanner {
                from jsonb_to_recordset(?::jsonb) as r(id text, account_id text, watchlist_id text, entry_id text,
                     target text, network text, type text, severity text, previous jsonb, current jsonb,
                     evidence jsonb, fingerprint text, scan_id text, created_at timestamptz)
+              where exists (select 1 from watchlist_entries e where e.id = r.entry_id)
              on conflict (entry_id, fingerprint) do nothing
              returning type, severity`,
             [JSON.stringify(alerts)],
@@ -440,6 +443,14 @@ export class WatchlistScanner {
       // progress is for the metric only: a Redis hiccup here must not fail a written chunk
     }
   }
+}
+
+/** Entries on every watchlist (the public impact's `targets_monitored`). */
+export async function countWatchedTargets(orm: Orm): Promise<number> {
+  const [row] = await orm.em
+    .getConnection()
+    .execute<{ n: string }[]>('select count(*) as n from watchlist_entries', [], 'all');
+  return Number(row?.n ?? 0);
 }
 
 /** The target type a state shows, for entries added without one. */

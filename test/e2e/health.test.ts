@@ -122,7 +122,14 @@ describe('health, readiness, dependency failures and public impact', () => {
     expect(body.checks['migrations:pending']).toEqual([{ status: 'pass', observed_value: 0 }]);
     const queues = body.checks['queues:waiting']!;
     expect(queues.map((q) => q.component_id).sort()).toEqual(
-      ['impact-refresh', 'usage-drain', 'usage-prune'].sort(),
+      [
+        'impact-refresh',
+        'usage-drain',
+        'usage-prune',
+        'watchlist-chunk',
+        'watchlist-tick',
+        'watchlists-due',
+      ].sort(),
     );
     for (const q of queues) {
       expect(['pass', 'warn']).toContain(q.status);
@@ -276,7 +283,6 @@ describe('health, readiness, dependency failures and public impact', () => {
       ['preflights_blocked', "date_trunc('hour', now())", 1],
       ['preflights_warned', "date_trunc('hour', now())", 2],
       ['high_risk_findings', "date_trunc('hour', now())", 7],
-      ['watchlist_targets', "date_trunc('hour', now())", 9],
       ['alerts_delivered', "date_trunc('hour', now())", 6],
     ];
     for (const [metric, hour, count] of rows)
@@ -284,6 +290,16 @@ describe('health, readiness, dependency failures and public impact', () => {
         metric,
         count,
       ]);
+    // Targets monitored: the entries on watchlists now.
+    await db.query(
+      `insert into watchlists (id, account_id, name, schedule, deep_schedule, thresholds, created_at, updated_at)
+       values ('wl_impact', 'acc_impact', 'impact', '0 0 1 1 *', '0 0 1 1 *', '{}', now(), now())`,
+    );
+    await db.query(
+      `insert into watchlist_entries (id, account_id, watchlist_id, chain, network, target, created_at)
+       select 'wle_impact_' || i, 'acc_impact', 'wl_impact', 'ethereum', 'eip155:1', '0x' || lpad(i::text, 40, '0'), now()
+         from generate_series(1, 9) as i`,
+    );
 
     const started = Date.now();
     const refreshed = await eventually(async () => {

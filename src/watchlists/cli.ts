@@ -1,0 +1,259 @@
+import { createReadStream } from 'node:fs';
+import { access, constants, stat } from 'node:fs/promises';
+import type { Command } from 'commander';
+import { CsvError, parse as parseCsv } from 'csv-parse';
+import { AccountsService } from '../accounts/service.js';
+import { networksFromConfig } from '../chains/providers.js';
+import { clip, resolveNetwork } from '../chains/registry.js';
+import type { ChainsConfig } from '../chains/settings.js';
+import { connectOrm } from '../db/orm.js';
+import { AppError } from '../platform/errors.js';
+import type { DatabaseSettings } from '../platform/settings.js';
+import { newEntrySchema, type ImportSummaryBody, type NewEntry } from './schemas.js';
+import { WatchlistsService, type NetworkResolver } from './service.js';
+import type { WatchlistsSettings } from './settings.js';
+
+type Print = (line: string) => void;
+
+/** What the watchlists commands read of the configuration. */
+export interface WatchlistsCommandsConfig {
+  database: DatabaseSettings;
+  chains: ChainsConfig;
+  watchlists: WatchlistsSettings;
+  rate_limit: { default_per_min: number };
+}
+
+/** Rows per call of the service: the same bulk add the API runs. */
+const IMPORT_BATCH = 1000;
+/** Errors the summary lists (the counts cover every row). */
+const MAX_REPORTED_ERRORS = 100;
+const CSV_COLUMNS = ['target', 'chain', 'network', 'label', 'target_type'] as const;
+
+/** A row of the file: an entry to add, or what makes it one the API would refuse as a whole. */
+type Row = { line: number } & (
+  { entry: NewEntry } | { refused: { target: string; code: string; message: string } }
+);
+
+/** Operator commands for watchlists: `watchlists import` (lists are otherwise managed over HTTP). */
+export function registerWatchlistCommands(
+  program: Command,
+  config: () => Readonly<WatchlistsCommandsConfig>,
+  print: Print,
+): void {
+  const watchlists = program
+    .command('watchlists')
+    .description('watchlists (managed over HTTP; bulk CSV import here)');
+  watchlists
+    .command('import <account> <watchlist> <file>')
+    .description(
+      'add the addresses of a CSV file to a watchlist of an account (id or org id), as the API adds ' +
+        'entries: header row with `target` and optionally `chain`, `network`, `label`, `target_type`; read ' +
+        'as a stream, 1,000 rows per batch; progress on stderr, a JSON summary on stdout',
+    )
+    .action(async (accountRef: string, watchlistId: string, file: string) => {
+      let size: number;
+      try {
+        await access(file, constants.R_OK);
+        size = (await stat(file)).size;
+      } catch {
+        throw new AppError('invalid_request', `Cannot read ${file}.`);
+      }
+      const cfg = config();
+      const orm = await connectOrm(cfg.database.url, 2);
+      try {
+        const accounts = new AccountsService(orm, {
+          keyCacheMs: 0,
+          defaultRateLimitPerMin: cfg.rate_limit.default_per_min,
+        });
+        const account = await accounts.getAccount(accountRef);
+        const service = new WatchlistsService(orm, networkResolver(cfg.chains), {
+          defaultSchedule: cfg.watchlists.default_schedule,
+          defaultDeepSchedule: cfg.watchlists.default_deep_schedule,
+          maxEntriesPerAccount: cfg.watchlists.max_entries_per_account,
+        });
+        await service.getWatchlist(account.id, watchlistId); // not_found before reading a line
+        const summary = await importCsv(file, size, (entries) =>
+          service.addEntries(account.id, watchlistId, entries),
+        );
+        print(JSON.stringify(summary, null, 2));
+        if (summary.aborted) throw new AppError('invalid_request', summary.aborted);
+      } finally {
+        await orm.close();
+      }
+    });
+}
+
+/** The configured networks as the API's resolver sees them (ChainProviders without the clients). */
+function networkResolver(chains: ChainsConfig): NetworkResolver {
+  const all = networksFromConfig(chains);
+  const view = {
+    networks: all.map((n) => n.def),
+    configured: all.filter((n) => n.urls.length > 0).map((n) => n.def),
+  };
+  return { networks: view.networks, resolve: (chain, network) => resolveNetwork(chain, network, view) };
+}
+
+type AddBatch = (entries: NewEntry[]) => ReturnType<WatchlistsService['addEntries']>;
+
+/**
+ * Streams `file` through csv-parse and adds its rows IMPORT_BATCH at a time, so a file of any size costs
+ * the memory of one batch. A row the API would refuse as a whole (a label over 200 characters, a NUL) is
+ * a failed row here; the others get the API's per-entry results. A CSV syntax error stops the import:
+ * the rows before it stay imported, and the summary says so.
+ */
+async function importCsv(file: string, size: number, add: AddBatch): Promise<ImportSummaryBody> {
+  const started = performance.now();
+  const summary: ImportSummaryBody = {
+    rows: 0,
+    created: 0,
+    exists: 0,
+    failed: 0,
+    errors: [],
+    seconds: 0,
+  };
+  const fail = (line: number, target: string, code: string, message: string) => {
+    summary.failed++;
+    if (summary.errors.length < MAX_REPORTED_ERRORS) summary.errors.push({ line, target, code, message });
+  };
+  const input = createReadStream(file);
+  const progress = new Progress(size, () => input.bytesRead);
+  let header = false;
+  const parser = parseCsv({
+    bom: true,
+    trim: true,
+    skip_empty_lines: true,
+    relax_column_count: true,
+    info: true,
+    columns: (names: string[]) => {
+      header = true;
+      const columns = names.map((h) => h.trim().toLowerCase());
+      const unknown = columns.filter((c) => !(CSV_COLUMNS as readonly string[]).includes(c));
+      if (!columns.includes('target') || unknown.length)
+        throw new AppError(
+          'invalid_request',
+          `${file}: the header row must name the column target, and may name chain, network, label and ` +
+            'target_type' +
+            (unknown.length ? `; unknown: ${unknown.map((c) => clip(c, 40)).join(', ')}` : '') +
+            '. Nothing was imported.',
+        );
+      return columns;
+    },
+  });
+  input.on('error', (err) => parser.destroy(err));
+
+  let batch: Row[] = [];
+  const flush = async () => {
+    if (batch.length === 0) return;
+    const rows = batch;
+    batch = [];
+    const entries = rows.flatMap((r) => ('entry' in r ? [r.entry] : []));
+    const { created, exists, results } =
+      entries.length > 0 ? await add(entries) : { created: 0, exists: 0, results: [] };
+    summary.created += created;
+    summary.exists += exists;
+    // In file order, so the errors listed are the first ones of the file.
+    let next = 0;
+    for (const row of rows) {
+      if ('refused' in row) {
+        fail(row.line, row.refused.target, row.refused.code, row.refused.message);
+        continue;
+      }
+      const r = results[next++]!;
+      if (r.status === 'error') fail(row.line, r.target, r.code ?? 'error', r.message ?? '');
+    }
+    progress.update(summary);
+  };
+
+  try {
+    for await (const { record, info } of input.pipe(parser) as AsyncIterable<{
+      record: Record<string, string | undefined>;
+      info: { lines: number };
+    }>) {
+      summary.rows++;
+      const line = info.lines;
+      const raw = {
+        target: record.target ?? '',
+        chain: record.chain || null,
+        network: record.network || null,
+        label: record.label || null,
+        target_type: record.target_type || null,
+      };
+      const parsed = newEntrySchema.safeParse(raw);
+      const refuse = (message: string) =>
+        batch.push({ line, refused: { target: clip(raw.target), code: 'invalid_request', message } });
+      if (Object.values(raw).some((v) => v?.includes('\u0000')))
+        refuse('a field holds a NUL (U+0000) character');
+      else if (!parsed.success)
+        refuse(parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '));
+      else batch.push({ line, entry: parsed.data });
+      if (batch.length >= IMPORT_BATCH) await flush();
+    }
+    await flush();
+  } catch (err) {
+    if (!(err instanceof CsvError)) throw err;
+    await flush();
+    summary.aborted =
+      `${file} is not valid CSV: ${err.message}. The import stopped there: ` +
+      `the ${summary.rows} rows before it were imported as the summary says.`;
+  } finally {
+    progress.done(summary);
+  }
+  if (!header && !summary.aborted)
+    throw new AppError(
+      'invalid_request',
+      `${file} is empty: expected a header row naming the column target.`,
+    );
+  summary.seconds = Math.round(performance.now() - started) / 1000;
+  return summary;
+}
+
+/**
+ * The import's progress on stderr: on a terminal one line rewritten in place (rows, share of the file,
+ * created, exists, failed, rows/s), otherwise a line every 10 % of the file or 10,000 rows.
+ */
+class Progress {
+  private readonly tty = process.stderr.isTTY === true;
+  private readonly started = performance.now();
+  private lastDraw = 0;
+  private nextRows = 10_000;
+  private nextPct = 10;
+  /** Rows when the last line was printed (not on a terminal). */
+  private printedRows = -1;
+
+  constructor(
+    private readonly size: number,
+    private readonly bytesRead: () => number,
+  ) {}
+
+  update(s: ImportSummaryBody): void {
+    const pct = this.size > 0 ? Math.min(100, Math.floor((this.bytesRead() * 100) / this.size)) : 100;
+    if (this.tty) {
+      const now = performance.now();
+      if (now - this.lastDraw < 100) return;
+      this.lastDraw = now;
+      process.stderr.write(`\r${this.line(s, pct)}\u001b[K`);
+      return;
+    }
+    if (s.rows < this.nextRows && pct < this.nextPct) return;
+    while (this.nextRows <= s.rows) this.nextRows += 10_000;
+    while (this.nextPct <= pct) this.nextPct += 10;
+    this.printedRows = s.rows;
+    process.stderr.write(`${this.line(s, pct)}\n`);
+  }
+
+  done(s: ImportSummaryBody): void {
+    const line = this.line(s, 100);
+    if (this.tty) process.stderr.write(`\r${line}\u001b[K\n`);
+    else if (this.printedRows !== s.rows) process.stderr.write(`${line}\n`);
+  }
+
+  private line(s: ImportSummaryBody, pct: number): string {
+    const seconds = (performance.now() - this.started) / 1000;
+    const rate = seconds > 0 ? Math.round(s.rows / seconds) : 0;
+    const n = (v: number) => v.toLocaleString('en-US');
+    return (
+      `import: ${n(s.rows)} rows read (${pct}%), created ${n(s.created)}, exists ${n(s.exists)}, ` +
+      `failed ${n(s.failed)}, ${n(rate)} rows/s`
+    );
+  }
+}

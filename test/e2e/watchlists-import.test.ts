@@ -1,0 +1,242 @@
+import { getAddressDecoder } from '@solana/kit';
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { createWriteStream, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { once } from 'node:events';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BUILT_IN_NETWORKS, resolveNetwork } from '../../src/chains/registry.js';
+import { connectOrm, type Orm } from '../../src/db/orm.js';
+import { PROJECT_ROOT } from '../../src/platform/paths.js';
+import type { ImportSummaryBody } from '../../src/watchlists/schemas.js';
+import { WatchlistsService } from '../../src/watchlists/service.js';
+import { openAccounts, type Customer } from '../support/auth-helpers.js';
+import { freePort, prepareEnv, type TestEnv } from '../support/service.js';
+
+/*
+ * `riskwatch watchlists import ACCOUNT WATCHLIST FILE.csv` (the built CLI): a 100,000-row file streamed in
+ * batches through the same bulk add as the API, its progress on stderr, its summary on stdout.
+ */
+
+const MAIN = join(PROJECT_ROOT, 'dist', 'src', 'main.js');
+
+interface CliRun {
+  code: number;
+  stdout: string;
+  stderr: string;
+  ms: number;
+}
+
+/** Runs the built CLI; resolves with its exit code and output whatever the code. */
+function runCli(env: Record<string, string>, args: string[]): Promise<CliRun> {
+  const started = performance.now();
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      [MAIN, ...args],
+      { env: { ...process.env, ...env }, cwd: PROJECT_ROOT, maxBuffer: 64 * 1024 * 1024 },
+      (err, stdout, stderr) => {
+        const code = err ? (typeof err.code === 'number' ? err.code : -1) : 0;
+        resolve({ code, stdout, stderr, ms: performance.now() - started });
+      },
+    );
+  });
+}
+
+let evmCounter = 0;
+const evmAddress = () =>
+  `0x${(++evmCounter).toString(16).padStart(8, '0')}${randomBytes(16).toString('hex')}`;
+const solanaAddress = () => getAddressDecoder().decode(randomBytes(32));
+
+describe('riskwatch watchlists import (built CLI)', () => {
+  let testEnv: TestEnv;
+  let db: Awaited<ReturnType<typeof openAccounts>>;
+  let orm: Orm;
+  let watchlists: WatchlistsService;
+  let sql: pg.Client;
+  let acme: Customer;
+  let globex: Customer;
+  let tmp: string;
+
+  const importFile = async (account: string, watchlist: string, file: string) => {
+    const run = await runCli(testEnv.env, ['watchlists', 'import', account, watchlist, file]);
+    return { ...run, summary: run.code === 0 ? (JSON.parse(run.stdout) as ImportSummaryBody) : undefined };
+  };
+  const entryCount = async (watchlistId: string) =>
+    Number(
+      (
+        await sql.query<{ n: string }>(
+          'select count(*) as n from watchlist_entries where watchlist_id = $1',
+          [watchlistId],
+        )
+      ).rows[0]!.n,
+    );
+
+  beforeAll(async () => {
+    tmp = mkdtempSync(join(tmpdir(), 'rw-wl-import-'));
+    const unused = `http://127.0.0.1:${await freePort()}`;
+    testEnv = await prepareEnv({
+      RISKWATCH_RPC_SOLANA_MAINNET: unused,
+      RISKWATCH_RPC_ETHEREUM_MAINNET: unused,
+      RISKWATCH_RPC_BASE_MAINNET: unused,
+    });
+    db = await openAccounts(testEnv.env);
+    [acme, globex] = await Promise.all([db.customer('acme'), db.customer('globex')]);
+    orm = await connectOrm(testEnv.env.DATABASE_URL!, 2);
+    const networks = BUILT_IN_NETWORKS;
+    watchlists = new WatchlistsService(
+      orm,
+      { networks, resolve: (c, n) => resolveNetwork(c, n, { networks, configured: networks }) },
+      { defaultSchedule: '*/5 * * * *', defaultDeepSchedule: '0 3 * * *', maxEntriesPerAccount: 1_000_000 },
+    );
+    sql = new pg.Client({ connectionString: testEnv.env.DATABASE_URL });
+    await sql.connect();
+  }, 120_000);
+
+  afterAll(async () => {
+    await sql?.end();
+    await orm?.close();
+    await db?.close();
+    await testEnv?.dropDatabase();
+    if (tmp) rmSync(tmp, { recursive: true, force: true });
+  });
+
+  it('imports a 100,000-row file with progress, then reports every row as existing', async () => {
+    const file = join(tmp, 'big.csv');
+    const out = createWriteStream(file);
+    out.write('target,chain,network,label,target_type\n');
+    for (let i = 0; i < 100_000; i++) {
+      // 60 % EVM (ethereum inferred, every 10th on base), 40 % Solana; labels with commas and quotes.
+      const line =
+        i % 5 < 3
+          ? `${evmAddress()},${i % 10 === 0 ? 'base' : ''},,"customer ${i}, ""vip""",wallet\n`
+          : `${solanaAddress()},solana,mainnet,customer ${i},\n`;
+      if (!out.write(line)) await once(out, 'drain');
+    }
+    out.end();
+    await once(out, 'finish');
+
+    const list = await watchlists.createWatchlist(acme.account.id, { name: 'big' });
+    const first = await importFile('acme', list.id, file); // the account by org id
+    expect(first.code, first.stderr).toBe(0);
+    expect(first.summary).toMatchObject({
+      rows: 100_000,
+      created: 100_000,
+      exists: 0,
+      failed: 0,
+      errors: [],
+    });
+    // Not a terminal: a progress line every 10 % of the file or 10,000 rows, and a final one.
+    const progress = first.stderr.split('\n').filter((l) => l.startsWith('import: '));
+    expect(progress.length).toBeGreaterThanOrEqual(10);
+    expect(progress.at(-1)).toMatch(
+      /^import: 100,000 rows read \(100%\), created 100,000, exists 0, failed 0, [\d,]+ rows\/s$/,
+    );
+    expect(await entryCount(list.id)).toBe(100_000);
+    const byNetwork = await sql.query<{ chain: string; n: string }>(
+      'select chain, count(*) as n from watchlist_entries where watchlist_id = $1 group by chain order by chain',
+      [list.id],
+    );
+    expect(byNetwork.rows.map((r) => [r.chain, Number(r.n)])).toEqual([
+      ['base', 10_000],
+      ['ethereum', 50_000],
+      ['solana', 40_000],
+    ]);
+    const [labelled] = (
+      await sql.query<{ label: string; target_type: string }>(
+        `select label, target_type from watchlist_entries where watchlist_id = $1 and label = 'customer 1, "vip"'`,
+        [list.id],
+      )
+    ).rows;
+    expect(labelled).toEqual({ label: 'customer 1, "vip"', target_type: 'wallet' });
+
+    const second = await importFile(acme.account.id, list.id, file); // the account by id
+    expect(second.code, second.stderr).toBe(0);
+    expect(second.summary).toMatchObject({ rows: 100_000, created: 0, exists: 100_000, failed: 0 });
+    expect(await entryCount(list.id)).toBe(100_000);
+    console.log(
+      `watchlists import: 100,000 rows imported in ${(first.ms / 1000).toFixed(1)} s wall ` +
+        `(${first.summary!.seconds} s importing), re-imported (all exist) in ${(second.ms / 1000).toFixed(1)} s wall ` +
+        `(${second.summary!.seconds} s importing)`,
+    );
+  }, 300_000);
+
+  it('reports bad rows with their line numbers and imports the others', async () => {
+    const good = [evmAddress(), solanaAddress(), evmAddress(), evmAddress()];
+    const rows = [
+      'Target,Network,Chain,Label', // 1: header (any case, any order)
+      `${good[0]},,,first`, // 2: created
+      'not-an-address,,,bad', // 3: invalid_address
+      `"${good[1]}",,,"two`, // 4-5: a quoted label over two lines: created (its line: 5)
+      'lines"',
+      `${evmAddress()},,dogechain,`, // 6: unsupported_chain
+      '', // 7: empty, skipped
+      `${evmAddress()},,polygon,`, // 8: unsupported_chain (known, but no provider configured)
+      `${good[0]!.toUpperCase().replace('0X', '0x')},,,again`, // 9: duplicate_in_request
+      `${good[2]},,,${'x'.repeat(201)}`, // 10: invalid_request (label over 200 characters)
+      `${solanaAddress()},,solana,,`, // 11: a sixth field is tolerated
+      ',,,no target', // 12: invalid_address
+      `${good[3]}`, // 13: created (missing trailing columns)
+    ];
+    const file = join(tmp, 'bad-rows.csv');
+    writeFileSync(file, rows.join('\n') + '\n');
+    const list = await watchlists.createWatchlist(acme.account.id, { name: 'bad rows' });
+    const res = await importFile('acme', list.id, file);
+    expect(res.code, res.stderr).toBe(0);
+    expect(res.summary!.errors.map((e) => [e.line, e.code])).toEqual([
+      [3, 'invalid_address'],
+      [6, 'unsupported_chain'],
+      [8, 'unsupported_chain'],
+      [9, 'duplicate_in_request'],
+      [10, 'invalid_request'],
+      [12, 'invalid_address'],
+    ]);
+    expect(res.summary).toMatchObject({ rows: 10, created: 4, exists: 0, failed: 6 });
+    expect(res.summary!.errors[0]).toEqual({
+      line: 3,
+      target: 'not-an-address',
+      code: 'invalid_address',
+      message: expect.stringContaining('neither a Solana address') as unknown,
+    });
+    expect(await entryCount(list.id)).toBe(4);
+  });
+
+  it('refuses a file without a target column, an unknown account, and another account’s watchlist', async () => {
+    const list = await watchlists.createWatchlist(acme.account.id, { name: 'refusals' });
+    const noTarget = join(tmp, 'no-target.csv');
+    writeFileSync(noTarget, `address,chain\n${evmAddress()},ethereum\n`);
+    const bad = await importFile('acme', list.id, noTarget);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toMatch(/invalid_request: .*header row must name the column target.*unknown: address/);
+    expect(bad.stdout).toBe('');
+
+    const empty = join(tmp, 'empty.csv');
+    writeFileSync(empty, '');
+    expect((await importFile('acme', list.id, empty)).stderr).toContain('is empty');
+
+    const fine = join(tmp, 'fine.csv');
+    writeFileSync(fine, `target\n${evmAddress()}\n`);
+    const unknownAccount = await importFile('nobody', list.id, fine);
+    expect(unknownAccount.code).toBe(1);
+    expect(unknownAccount.stderr).toContain('not_found: Account "nobody"');
+    const theirs = await importFile(globex.account.id, list.id, fine);
+    expect(theirs.code).toBe(1);
+    expect(theirs.stderr).toContain(`not_found: Watchlist "${list.id}"`);
+    expect((await importFile('acme', list.id, join(tmp, 'missing.csv'))).stderr).toContain('Cannot read');
+    expect(await entryCount(list.id)).toBe(0);
+
+    // A CSV syntax error stops the import: the rows before it stay, and the summary says so.
+    const broken = join(tmp, 'broken.csv');
+    writeFileSync(broken, `target,label\n${evmAddress()},ok\n${evmAddress()},"unclosed\n`);
+    const stopped = await runCli(testEnv.env, ['watchlists', 'import', 'acme', list.id, broken]);
+    expect(stopped.code).toBe(1);
+    expect(JSON.parse(stopped.stdout)).toMatchObject({
+      rows: 1,
+      created: 1,
+      aborted: expect.stringContaining('not valid CSV') as unknown,
+    });
+    expect(await entryCount(list.id)).toBe(1);
+  });
+});
