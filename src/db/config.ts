@@ -12,6 +12,13 @@ import {
   WatchlistSchema,
   WatchlistSnapshotSchema,
 } from '../watchlists/entities.js';
+import {
+  EventSchema,
+  EventSequenceSchema,
+  WebhookAttemptSchema,
+  WebhookDeliverySchema,
+  WebhookEndpointSchema,
+} from '../webhooks/entities.js';
 import { PROJECT_ROOT } from '../platform/paths.js';
 import { migrations } from './migrations/index.js';
 
@@ -29,6 +36,11 @@ export const ENTITIES = [
   WatchlistSnapshotSchema,
   WatchlistAlertSchema,
   WatchlistRescanSchema,
+  EventSchema,
+  EventSequenceSchema,
+  WebhookEndpointSchema,
+  WebhookDeliverySchema,
+  WebhookAttemptSchema,
 ];
 
 /**

@@ -12,6 +12,7 @@ import { diffAlerts, type AlertDraft, type AlertThresholds, type Verdict } from 
 import type { WatchMetrics, WatchOverview } from './metrics.js';
 import { isDueAt } from './schedule.js';
 import type { WatchlistsSettings } from './settings.js';
+import { appendEvents, type NewEvent } from '../webhooks/outbox.js';
 import {
   readEvmStates,
   readSolanaStates,
@@ -53,6 +54,8 @@ export interface WatchlistScannerDeps {
   impact: ImpactService;
   logger: Logger;
   settings: WatchlistsSettings;
+  /** After a chunk's commit: the webhook endpoints that got deliveries, to be drained. */
+  onDeliveries?: (endpointIds: readonly string[]) => Promise<void>;
 }
 
 interface EntryRow {
@@ -76,6 +79,18 @@ interface SnapshotRow {
 
 /** The verdict an entry keeps: the last complete one (an incomplete one never looks like a removal). */
 type StoredVerdict = Verdict & { at: string };
+
+/** An alert row as the scan inserts it. */
+interface AlertRowDraft {
+  id: string;
+  entry_id: string;
+  type: string;
+  severity: string;
+  previous: unknown;
+  current: unknown;
+  evidence: unknown;
+  created_at: string;
+}
 
 /** What one entry's scan produced, before it is written. */
 interface EntryOutcome {
@@ -205,6 +220,7 @@ export class WatchlistScanner {
     for (const a of inserted.alerts) this.metrics?.alerts.inc({ type: a.type, severity: a.severity });
     this.metrics?.snapshots.inc(inserted.snapshots);
     this.deps.impact.count('alerts_delivered', inserted.alerts.length);
+    await this.deps.onDeliveries?.(inserted.endpoints);
     await this.chunkDone(job);
     return {
       scanned: outcomes.length,
@@ -314,8 +330,9 @@ export class WatchlistScanner {
   private async write(
     job: JobPayload<'watchlist-chunk'>,
     outcomes: readonly EntryOutcome[],
-  ): Promise<{ snapshots: number; alerts: { type: string; severity: string }[] }> {
+  ): Promise<{ snapshots: number; alerts: { type: string; severity: string }[]; endpoints: string[] }> {
     const now = new Date();
+    const byId = new Map(outcomes.map((o) => [o.entry.id, o]));
     const changed = outcomes.filter((o) => o.changed);
     const snapshotIds = new Map(changed.map((o) => [o.entry.id, newId('snp', now.getTime())]));
     const snapshots = changed.map((o) => ({
@@ -329,7 +346,7 @@ export class WatchlistScanner {
       read_at: now.toISOString(),
       verdict: o.verdict ?? null,
     }));
-    const alerts = outcomes.flatMap((o) =>
+    const alerts: (AlertRowDraft & Record<string, unknown>)[] = outcomes.flatMap((o) =>
       o.alerts.map((a) => ({
         id: newId('alr', now.getTime()),
         account_id: o.entry.account_id,
@@ -381,7 +398,7 @@ export class WatchlistScanner {
       const byEntry = new Map(written.map((r) => [r.entry_id, r.id]));
       for (const u of updates) if (u.snapshot_id) u.snapshot_id = byEntry.get(u.id) ?? u.snapshot_id;
       const raised = alerts.length
-        ? await em.execute<{ type: string; severity: string }[]>(
+        ? await em.execute<{ id: string; entry_id: string; type: string; severity: string }[]>(
             `insert into watchlist_alerts (id, account_id, watchlist_id, entry_id, target, network, type, severity,
                     previous, current, evidence, fingerprint, scan_id, status, created_at, updated_at)
              select id, account_id, watchlist_id, entry_id, target, network, type, severity, previous, current,
@@ -391,7 +408,7 @@ export class WatchlistScanner {
                     evidence jsonb, fingerprint text, scan_id text, created_at timestamptz)
               where exists (select 1 from watchlist_entries e where e.id = r.entry_id)
              on conflict (entry_id, fingerprint) do nothing
-             returning type, severity`,
+             returning id, entry_id, type, severity`,
             [JSON.stringify(alerts)],
             'all',
           )
@@ -413,7 +430,13 @@ export class WatchlistScanner {
         [now.toISOString(), now.toISOString(), JSON.stringify(updates)],
         'run',
       );
-      return { snapshots: written.length, alerts: raised };
+      // Each new alert is an event (the outbox): in this transaction, so neither exists without the other.
+      const endpoints = await appendEvents(
+        em,
+        raised.map((r) => alertEvent(r.id, job.watchlist_id, byId, alerts)),
+        now,
+      );
+      return { snapshots: written.length, alerts: raised, endpoints };
     });
   }
 
@@ -451,6 +474,41 @@ export async function countWatchedTargets(orm: Orm): Promise<number> {
     .getConnection()
     .execute<{ n: string }[]>('select count(*) as n from watchlist_entries', [], 'all');
   return Number(row?.n ?? 0);
+}
+
+/** The `watchlist.alert` event of alert `alertId` (docs/api.md, "Events"). */
+function alertEvent(
+  alertId: string,
+  watchlistId: string,
+  outcomes: ReadonlyMap<string, EntryOutcome>,
+  drafts: readonly AlertRowDraft[],
+): NewEvent {
+  const alert = drafts.find((a) => a.id === alertId)!;
+  const o = outcomes.get(alert.entry_id)!;
+  const previous = o.entry.verdict;
+  return {
+    accountId: o.entry.account_id,
+    type: 'watchlist.alert',
+    watchlistId,
+    data: {
+      watchlist_id: watchlistId,
+      entry: { id: o.entry.id, target: o.entry.target, chain: o.entry.chain, network: o.entry.network },
+      alert: {
+        id: alert.id,
+        type: alert.type,
+        severity: alert.severity,
+        previous: alert.previous,
+        current: alert.current,
+        evidence: alert.evidence,
+        created_at: alert.created_at,
+      },
+      risk: {
+        previous_level: previous?.level ?? null,
+        level: o.verdict?.level ?? previous?.level ?? null,
+        score: o.verdict?.score ?? previous?.score ?? null,
+      },
+    },
+  };
 }
 
 /** The target type a state shows, for entries added without one. */

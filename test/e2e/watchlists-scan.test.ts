@@ -293,6 +293,17 @@ describe('a watchlist scan: baseline, unchanged ticks, real changes', () => {
     }
     // Exactly the changed entries got a new snapshot.
     expect(await countRows('watchlist_snapshots', solanaList.id)).toBe(solanaList.entries.size + 3);
+    // Every alert is an event of the account's log, written with it, numbered without gaps.
+    const { rows: events } = await db.query<{ seq: string; alert_id: string }>(
+      `select seq, data->'alert'->>'id' as alert_id from events
+        where account_id = $1 and type = 'watchlist.alert' order by seq`,
+      [accountId],
+    );
+    const alertIds = (
+      await db.query<{ id: string }>('select id from watchlist_alerts where account_id = $1', [accountId])
+    ).rows.map((r) => r.id);
+    expect(events.map((e) => e.alert_id).sort()).toEqual(alertIds.sort());
+    expect(events.map((e) => Number(e.seq))).toEqual(events.map((_, i) => i + 1));
 
     // The same state again: nothing new.
     const again = await scan(solanaList.id);

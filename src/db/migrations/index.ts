@@ -2,10 +2,12 @@ import type { MigrationObject } from '@mikro-orm/core';
 import { Migration20261122021342 } from './Migration20261122021342.js';
 import { Migration20261122032808 } from './Migration20261122032808.js';
 import { Migration20261124005653 } from './Migration20261124005653.js';
+import { Migration20261124013104 } from './Migration20261124013104.js';
 
 /** Every committed migration, oldest first. Add each new one here. */
 export const migrations: MigrationObject[] = [
   { name: 'Migration20261122021342', class: Migration20261122021342 },
   { name: 'Migration20261122032808', class: Migration20261122032808 },
   { name: 'Migration20261124005653', class: Migration20261124005653 },
+  { name: 'Migration20261124013104', class: Migration20261124013104 },
 ];

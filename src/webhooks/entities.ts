@@ -1,0 +1,121 @@
+import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
+
+/*
+ * The event log and webhooks (README, "Webhooks and the event log"). Every alert becomes an event, written in
+ * the alert's own transaction (the outbox); an event a consumer may want delivered becomes one delivery per
+ * matching endpoint, attempted by the workers until it succeeds or its retry schedule ends. Consumers who do
+ * not take webhooks read the same events with `GET /api/v1/events`.
+ */
+
+export const EVENT_TYPES = ['watchlist.alert', 'webhook.test', 'webhook.endpoint_disabled'] as const;
+export type EventType = (typeof EVENT_TYPES)[number];
+
+/** One event of an account, numbered by `seq` (1, 2, 3… per account, without gaps once committed). */
+export const EventSchema = defineEntity({
+  name: 'Event',
+  tableName: 'events',
+  uniques: [{ properties: ['accountId', 'seq'] }],
+  indexes: [{ properties: ['createdAt'] }],
+  properties: {
+    id: p.string().length(40).primary(),
+    accountId: p.string().length(40),
+    seq: p.bigint('number'),
+    type: p.string().length(60),
+    watchlistId: p.string().length(40).nullable(),
+    data: p.json<Record<string, unknown>>(),
+    createdAt: p.datetime(),
+  },
+});
+export type Event = InferEntity<typeof EventSchema>;
+
+/** The last `seq` handed out per account: incremented in the transaction that writes the events. */
+export const EventSequenceSchema = defineEntity({
+  name: 'EventSequence',
+  tableName: 'event_sequences',
+  properties: {
+    accountId: p.string().length(40).primary(),
+    lastSeq: p.bigint('number'),
+  },
+});
+
+export const DELIVERY_STATUSES = ['pending', 'succeeded', 'failed'] as const;
+export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
+
+/** Where an account's events go. The secret signs (Standard Webhooks); it is shown once, at creation. */
+export const WebhookEndpointSchema = defineEntity({
+  name: 'WebhookEndpoint',
+  tableName: 'webhook_endpoints',
+  indexes: [{ properties: ['accountId', 'createdAt', 'id'] }],
+  properties: {
+    id: p.string().length(40).primary(),
+    accountId: p.string().length(40),
+    url: p.string().length(2048),
+    description: p.string().length(500).nullable(),
+    /** Event types delivered here. */
+    events: p.json<string[]>(),
+    /** Only alerts of these watchlists (null: every watchlist). */
+    watchlistIds: p.json<string[]>().nullable(),
+    enabled: p.boolean(),
+    secret: p.string().length(100),
+    /** The secret before the last rotation: it keeps signing beside the new one until it expires. */
+    previousSecret: p.string().length(100).nullable(),
+    previousSecretExpiresAt: p.datetime().nullable(),
+    disabledAt: p.datetime().nullable(),
+    disabledReason: p.string().length(200).nullable(),
+    /** Since when every attempt failed (null while deliveries succeed): past the limit, it is disabled. */
+    failingSince: p.datetime().nullable(),
+    createdAt: p.datetime(),
+    updatedAt: p.datetime(),
+  },
+});
+export type WebhookEndpoint = InferEntity<typeof WebhookEndpointSchema>;
+
+/** One event to one endpoint, and where its attempts stand. */
+export const WebhookDeliverySchema = defineEntity({
+  name: 'WebhookDelivery',
+  tableName: 'webhook_deliveries',
+  uniques: [{ properties: ['endpointId', 'eventId'] }],
+  indexes: [
+    { properties: ['endpointId', 'status', 'nextAttemptAt'] },
+    { properties: ['accountId', 'createdAt', 'id'] },
+    { properties: ['status', 'nextAttemptAt'] },
+  ],
+  properties: {
+    id: p.string().length(40).primary(),
+    accountId: p.string().length(40),
+    endpointId: p.string().length(40),
+    eventId: p.string().length(40),
+    eventSeq: p.bigint('number'),
+    status: p.enum(DELIVERY_STATUSES),
+    attempts: p.integer(),
+    nextAttemptAt: p.datetime().nullable(),
+    lastAttemptAt: p.datetime().nullable(),
+    lastStatusCode: p.integer().nullable(),
+    lastError: p.string().length(200).nullable(),
+    createdAt: p.datetime(),
+    succeededAt: p.datetime().nullable(),
+  },
+});
+export type WebhookDelivery = InferEntity<typeof WebhookDeliverySchema>;
+
+/** Each attempt of a delivery: the delivery log. */
+export const WebhookAttemptSchema = defineEntity({
+  name: 'WebhookAttempt',
+  tableName: 'webhook_attempts',
+  indexes: [{ properties: ['deliveryId', 'attemptedAt'] }],
+  properties: {
+    id: p.string().length(40).primary(),
+    accountId: p.string().length(40),
+    deliveryId: p.string().length(40),
+    endpointId: p.string().length(40),
+    attemptedAt: p.datetime(),
+    /** HTTP status, or null when no answer came (timeout, refused, blocked). */
+    statusCode: p.integer().nullable(),
+    latencyMs: p.integer(),
+    /** `timeout`, `ssrf_blocked`, `connection_refused`, `http_3xx`… null on success. */
+    error: p.string().length(200).nullable(),
+    /** The first bytes of the receiver's answer. */
+    responseBody: p.string().length(1000).nullable(),
+  },
+});
+export type WebhookAttempt = InferEntity<typeof WebhookAttemptSchema>;
