@@ -18,6 +18,7 @@ import {
 import { RISK_ENV_VARS, riskSettings } from './risk/settings.js';
 import { USAGE_ENV_VARS, usageSettings } from './usage/settings.js';
 import { WATCHLISTS_ENV_VARS, watchlistsSettings } from './watchlists/settings.js';
+import { WEBHOOKS_ENV_VARS, webhooksSettings } from './webhooks/settings.js';
 
 /**
  * The whole configuration, composed of the sections each part of riskwatch declares in its `settings.ts`
@@ -32,6 +33,7 @@ const schema = z.object({
   rate_limit: rateLimitSettings,
   lists: listsSettings,
   watchlists: watchlistsSettings,
+  webhooks: webhooksSettings,
   usage: usageSettings,
   scheduler: schedulerSettings,
   impact: impactSettings,
@@ -48,6 +50,7 @@ export const ENV_VARS: EnvVars = {
   ...ACCOUNTS_ENV_VARS,
   ...LISTS_ENV_VARS,
   ...WATCHLISTS_ENV_VARS,
+  ...WEBHOOKS_ENV_VARS,
   ...USAGE_ENV_VARS,
   ...SCHEDULER_ENV_VARS,
   ...IMPACT_ENV_VARS,

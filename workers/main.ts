@@ -6,19 +6,28 @@ import { createBullConnection, createRedis } from '../src/platform/redis.js';
 import type { Runtime } from '../src/runtime.js';
 import { WatchMetrics } from '../src/watchlists/metrics.js';
 import { WatchlistScanner } from '../src/watchlists/scan.js';
+import { WebhookDeliverer } from '../src/webhooks/delivery.js';
+import { WebhookHttpClient } from '../src/webhooks/http.js';
+import { WebhookMetrics } from '../src/webhooks/metrics.js';
+import { WebhookUrlPolicy } from '../src/webhooks/ssrf.js';
+import { VERSION } from '../src/runtime.js';
 import { usageStreamKey } from '../src/usage/recorder.js';
 import { UsageDrain } from '../src/usage/drain.js';
 import { impactRefresh } from './impact-refresh.worker.js';
 import { checkHandlers, jobProcessor, type JobHandlers } from './job-handler.js';
 import { usagePrune } from './usage-prune.worker.js';
 import { watchlistChunk, watchlistsDue, watchlistTick } from './watchlists.worker.js';
+import { eventsPrune, webhookDrain, webhooksSweep } from './webhooks.worker.js';
 
 /** How often a worker writes the impact counts it gathered (alerts raised). */
 const IMPACT_FLUSH_MS = 2000;
 
 /** One handler per job name (the type says so; checkHandlers says so again at start-up). */
-function handlers(rt: Runtime, scanner: WatchlistScanner): JobHandlers {
+function handlers(rt: Runtime, scanner: WatchlistScanner, deliverer: WebhookDeliverer): JobHandlers {
   return {
+    'webhooks-sweep': webhooksSweep(deliverer),
+    'webhook-drain': webhookDrain(deliverer),
+    'events-prune': eventsPrune(deliverer),
     'impact-refresh': impactRefresh(rt),
     'usage-prune': usagePrune(rt),
     'watchlists-due': watchlistsDue(scanner),
@@ -28,8 +37,9 @@ function handlers(rt: Runtime, scanner: WatchlistScanner): JobHandlers {
 }
 
 /**
- * Per queue: jobs a worker process runs at once, and for the watchlist scans a short lock, so the chunk of
- * a worker that died (kill -9, a lost node) is run again within 15 s instead of BullMQ's 30 + 30 s. A
+ * Per queue: jobs a worker process runs at once, and for the watchlist scans and webhook drains a short
+ * lock, so the job of a worker that died (kill -9, a lost node) is run again within 15 s instead of
+ * BullMQ's 30 + 30 s. A
  * running job's lock is renewed every half lock, so this bounds nothing but the recovery.
  */
 const workerOptionsOf = (rt: Runtime, name: JobName) =>
@@ -39,11 +49,30 @@ const workerOptionsOf = (rt: Runtime, name: JobName) =>
         lockDuration: 10_000,
         stalledInterval: 5_000,
       }
-    : { concurrency: 2 };
+    : name === 'webhook-drain'
+      ? {
+          concurrency: rt.config.webhooks.delivery_concurrency,
+          lockDuration: 30_000,
+          stalledInterval: 10_000,
+        }
+      : { concurrency: 2 };
 
 /** The `worker` role: one BullMQ Worker per queue, the usage drain, and a liveness heartbeat. */
 export function startWorkers(rt: Runtime): void {
   const { config, logger } = rt;
+  const policy = new WebhookUrlPolicy({
+    allowCidrs: config.webhooks.allow_cidrs,
+    allowHttp: config.webhooks.allow_http,
+  });
+  const deliverer = new WebhookDeliverer({
+    orm: rt.orm,
+    queues: rt.queues,
+    http: new WebhookHttpClient(policy),
+    logger,
+    settings: config.webhooks,
+    userAgent: `riskwatch-webhooks/${VERSION}`,
+  });
+  deliverer.useMetrics(new WebhookMetrics(rt.metrics.registry, () => deliverer.backlog()));
   const scanner = new WatchlistScanner({
     orm: rt.orm,
     redis: rt.redis,
@@ -54,9 +83,12 @@ export function startWorkers(rt: Runtime): void {
     impact: rt.impact,
     logger,
     settings: config.watchlists,
+    onDeliveries: async (endpoints) => {
+      for (const id of endpoints) await deliverer.requestDrain(id);
+    },
   });
   scanner.useMetrics(new WatchMetrics(rt.metrics.registry, () => scanner.overview()));
-  const table = handlers(rt, scanner);
+  const table = handlers(rt, scanner, deliverer);
   checkHandlers(table);
   const processorOf = <N extends JobName>(name: N) => jobProcessor(name, table[name]);
 

@@ -54,6 +54,18 @@ export const JOBS = {
     }),
     options: { attempts: 8, backoff: { type: 'exponential', delay: 2000 } },
   },
+  /** Every few seconds: the endpoints with deliveries due get a `webhook-drain` (retries included). */
+  'webhooks-sweep': scheduled('webhooks_sweep_cron', { attempts: 1 }),
+  /** One endpoint's due deliveries, attempted in order of their events' sequence. */
+  'webhook-drain': {
+    payload: z.object({ endpoint_id: z.string().max(40) }),
+    options: { attempts: 3, backoff: { type: 'exponential', delay: 1000 } },
+  },
+  /** Daily: events, deliveries and attempts older than `webhooks.event_retention_days`. */
+  'events-prune': scheduled('events_prune_cron', {
+    attempts: 3,
+    backoff: { type: 'exponential', delay: 5000 },
+  }),
 } as const;
 
 export type JobName = keyof typeof JOBS;
@@ -107,6 +119,19 @@ export class JobQueues {
         opts: { ...JOBS[name].options, ...RETENTION, jobId },
       })),
     );
+  }
+
+  /**
+   * Enqueues unless a job with the same `dedupId` is still waiting: one pending drain per endpoint, however
+   * many events arrive meanwhile (the drain re-reads what is due when it runs).
+   */
+  async enqueueOnce<N extends JobName>(name: N, payload: JobPayload<N>, dedupId: string): Promise<void> {
+    const data = JOBS[name].payload.parse(payload);
+    await this.queue(name).add(name, data, {
+      ...JOBS[name].options,
+      ...RETENTION,
+      deduplication: { id: dedupId },
+    });
   }
 
   /** Waiting jobs per queue and the age of the oldest, for the health check. */

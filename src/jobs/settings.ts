@@ -6,6 +6,8 @@ export const schedulerSettings = z.object({
   impact_refresh_cron: cron,
   usage_prune_cron: cron,
   watchlists_cron: cron,
+  webhooks_sweep_cron: cron,
+  events_prune_cron: cron,
 });
 
 export type SchedulerSettings = z.infer<typeof schedulerSettings>;
@@ -14,4 +16,6 @@ export const SCHEDULER_ENV_VARS: EnvVars = {
   RISKWATCH_IMPACT_REFRESH_CRON: 'scheduler.impact_refresh_cron',
   RISKWATCH_USAGE_PRUNE_CRON: 'scheduler.usage_prune_cron',
   RISKWATCH_WATCHLISTS_CRON: 'scheduler.watchlists_cron',
+  RISKWATCH_WEBHOOKS_SWEEP_CRON: 'scheduler.webhooks_sweep_cron',
+  RISKWATCH_EVENTS_PRUNE_CRON: 'scheduler.events_prune_cron',
 };

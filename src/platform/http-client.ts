@@ -1,5 +1,6 @@
 import { Agent as HttpAgent, request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import type { LookupFunction } from 'node:net';
 import type { Readable } from 'node:stream';
 import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
 
@@ -10,6 +11,8 @@ export interface CappedResponse {
   text: string | undefined;
   /** Why the body was dropped: it grew past `maxBytes`, or past what the process budget had left. */
   dropped?: 'too_large' | 'over_budget';
+  /** With `onTooLarge: 'truncate'`: the body grew past `maxBytes` and `text` is its first `maxBytes` bytes. */
+  truncated?: boolean;
 }
 
 /**
@@ -44,6 +47,22 @@ export interface CappedRequest {
   timeoutMs: number;
   /** Largest body read, in decoded bytes. */
   maxBytes: number;
+  /**
+   * A body past `maxBytes`: `drop` it (the default; `text` undefined, `dropped: 'too_large'`) or
+   * `truncate` it (`text` is its first `maxBytes` bytes, `truncated: true`). Either way the connection is
+   * closed once the cap is reached, nothing more is read.
+   */
+  onTooLarge?: 'drop' | 'truncate';
+  /** Aborts the exchange: the promise rejects with the signal's reason. */
+  signal?: AbortSignal;
+}
+
+export interface GuardedHttpClientOptions {
+  /**
+   * The `lookup` of every connection this client opens (node:net's option; default `dns.lookup`), e.g. one
+   * that refuses some addresses. Node does not call it for IP-literal hosts: check those before `request`.
+   */
+  lookup?: LookupFunction;
 }
 
 const DECODERS: ReadonlyMap<string, () => Readable & NodeJS.WritableStream> = new Map([
@@ -63,28 +82,43 @@ const DECODERS: ReadonlyMap<string, () => Readable & NodeJS.WritableStream> = ne
  * twice its size in memory, where node:http hands over the socket's own buffers.
  */
 export class GuardedHttpClient {
-  private readonly agents = {
-    'http:': new HttpAgent({ keepAlive: true }),
-    'https:': new HttpsAgent({ keepAlive: true }),
-  };
+  private readonly agents: { 'http:': HttpAgent; 'https:': HttpsAgent };
 
   /** With a budget, the bytes a body holds while it is read are taken from it, and given back after. */
-  constructor(private readonly budget?: ByteBudget) {}
+  constructor(
+    private readonly budget?: ByteBudget,
+    options: GuardedHttpClientOptions = {},
+  ) {
+    const lookup = options.lookup ? { lookup: options.lookup } : {};
+    this.agents = {
+      'http:': new HttpAgent({ keepAlive: true, ...lookup }),
+      'https:': new HttpsAgent({ keepAlive: true, ...lookup }),
+    };
+  }
 
   request(url: string, options: CappedRequest): Promise<CappedResponse> {
     const target = new URL(url);
     const isHttps = target.protocol === 'https:';
     const send = isHttps ? httpsRequest : httpRequest;
+    const truncate = options.onTooLarge === 'truncate';
+    const { signal } = options;
     return new Promise<CappedResponse>((resolve, reject) => {
+      if (signal?.aborted) return reject(signal.reason as Error);
       let settled = false;
       let held = 0;
       const finish = (err: Error | undefined, value?: CappedResponse) => {
         if (settled) return;
         settled = true;
         clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
         this.budget?.give(held);
         if (err) reject(err);
         else resolve(value!);
+      };
+      const onAbort = () => {
+        const err = signal!.reason as Error;
+        finish(err);
+        req.destroy(err);
       };
       const req = send(
         target,
@@ -108,15 +142,36 @@ export class GuardedHttpClient {
           }
           const declared = Number(res.headers['content-length'] ?? 0);
           const body: Readable = decoder ? res.pipe(decoder()) : res;
-          const answer = (text: string | undefined, dropped?: CappedResponse['dropped']) =>
-            finish(undefined, { status: res.statusCode ?? 0, headers: res.headers, text, dropped });
-          if (!decoder && declared > options.maxBytes) {
+          const answer = (text: string | undefined, dropped?: CappedResponse['dropped'], truncated?: true) =>
+            finish(undefined, {
+              status: res.statusCode ?? 0,
+              headers: res.headers,
+              text,
+              dropped,
+              ...(truncated ? { truncated } : {}),
+            });
+          if (!decoder && !truncate && declared > options.maxBytes) {
             req.destroy();
             return answer(undefined, 'too_large');
           }
           const chunks: Buffer[] = [];
           let size = 0;
           body.on('data', (chunk: Buffer) => {
+            if (truncate && size + chunk.length > options.maxBytes) {
+              const rest = chunk.subarray(0, options.maxBytes - size);
+              if (this.budget && !this.budget.take(rest.length)) {
+                chunks.length = 0;
+                req.destroy();
+                body.destroy();
+                return answer(undefined, 'over_budget');
+              }
+              held += rest.length;
+              chunks.push(rest);
+              size += rest.length;
+              req.destroy();
+              body.destroy();
+              return answer(Buffer.concat(chunks, size).toString('utf8'), undefined, true);
+            }
             size += chunk.length;
             const dropped =
               size > options.maxBytes
@@ -149,6 +204,7 @@ export class GuardedHttpClient {
         finish(err);
         req.destroy(err);
       }, options.timeoutMs);
+      signal?.addEventListener('abort', onAbort, { once: true });
       req.on('error', (err) => finish(err));
       req.end(options.body);
     });

@@ -129,6 +129,9 @@ describe('health, readiness, dependency failures and public impact', () => {
         'watchlist-chunk',
         'watchlist-tick',
         'watchlists-due',
+        'webhook-drain',
+        'webhooks-sweep',
+        'events-prune',
       ].sort(),
     );
     for (const q of queues) {

@@ -65,6 +65,16 @@ describe('loadConfig', () => {
       impact_refresh_cron: '*/15 * * * * *',
       usage_prune_cron: '17 3 * * *',
       watchlists_cron: '* * * * *',
+      webhooks_sweep_cron: '*/5 * * * * *',
+      events_prune_cron: '23 3 * * *',
+    });
+    expect(config.webhooks).toMatchObject({
+      retry_schedule_s: [5, 300, 1800, 7200, 18000, 36000, 36000, 36000],
+      timeout_ms: 15_000,
+      disable_after_failing_s: 432_000,
+      secret_overlap_s: 86_400,
+      allow_cidrs: [],
+      allow_http: false,
     });
     expect(config.watchlists).toEqual({
       default_schedule: '*/5 * * * *',

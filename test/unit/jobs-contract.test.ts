@@ -10,6 +10,8 @@ describe('job contracts', () => {
         'impact-refresh': '*/15 * * * * *',
         'usage-prune': '17 3 * * *',
         'watchlists-due': '* * * * *',
+        'webhooks-sweep': '*/5 * * * * *',
+        'events-prune': '23 3 * * *',
       },
     );
     expect(SCHEDULED_JOB_NAMES.map((name) => JOBS[name].cron).sort()).toEqual(Object.keys(scheduler).sort());

@@ -86,6 +86,19 @@ RISKWATCH_USAGE_RETENTION_DAYS: {{ $c.usageRetentionDays | int | quote }}
 RISKWATCH_IMPACT_REFRESH_CRON: {{ $c.impactRefreshCron | quote }}
 RISKWATCH_USAGE_PRUNE_CRON: {{ $c.usagePruneCron | quote }}
 RISKWATCH_WATCHLISTS_CRON: {{ $c.watchlistsCron | quote }}
+RISKWATCH_WEBHOOKS_SWEEP_CRON: {{ $c.webhooksSweepCron | quote }}
+RISKWATCH_EVENTS_PRUNE_CRON: {{ $c.eventsPruneCron | quote }}
+RISKWATCH_WEBHOOK_RETRY_SCHEDULE_S: {{ $c.webhooks.retryScheduleS | quote }}
+RISKWATCH_WEBHOOK_RETRY_JITTER_PCT: {{ $c.webhooks.retryJitterPct | int | quote }}
+RISKWATCH_WEBHOOK_RETRY_AFTER_MAX_S: {{ $c.webhooks.retryAfterMaxS | int | quote }}
+RISKWATCH_WEBHOOK_TIMEOUT_MS: {{ $c.webhooks.timeoutMs | int | quote }}
+RISKWATCH_WEBHOOK_MAX_RESPONSE_BYTES: {{ $c.webhooks.maxResponseBytes | int | quote }}
+RISKWATCH_WEBHOOK_DISABLE_AFTER_FAILING_S: {{ $c.webhooks.disableAfterFailingS | int | quote }}
+RISKWATCH_WEBHOOK_SECRET_OVERLAP_S: {{ $c.webhooks.secretOverlapS | int | quote }}
+RISKWATCH_WEBHOOK_ALLOW_CIDRS: {{ $c.webhooks.allowCidrs | quote }}
+RISKWATCH_WEBHOOK_ALLOW_HTTP: {{ $c.webhooks.allowHttp | quote }}
+RISKWATCH_WEBHOOK_DELIVERY_CONCURRENCY: {{ $c.webhooks.deliveryConcurrency | int | quote }}
+RISKWATCH_EVENT_RETENTION_DAYS: {{ $c.webhooks.eventRetentionDays | int | quote }}
 RISKWATCH_WATCHLIST_DEFAULT_SCHEDULE: {{ $c.watchlists.defaultSchedule | quote }}
 RISKWATCH_WATCHLIST_DEFAULT_DEEP_SCHEDULE: {{ $c.watchlists.defaultDeepSchedule | quote }}
 RISKWATCH_MAX_WATCHLIST_ENTRIES_PER_ACCOUNT: {{ $c.watchlists.maxEntriesPerAccount | int | quote }}

@@ -1,0 +1,377 @@
+import { Webhook } from 'standardwebhooks';
+import type { Orm } from '../db/orm.js';
+import type { JobQueues } from '../jobs/queues.js';
+import { newId } from '../platform/ids.js';
+import type { Logger } from '../platform/logger.js';
+import { isDeliveryFailure, type DeliveryResult, type WebhookHttpClient } from './http.js';
+import type { WebhookBacklog, WebhookMetrics } from './metrics.js';
+import { appendEvents } from './outbox.js';
+import type { WebhooksSettings } from './settings.js';
+
+/*
+ * Sending (README, "Webhooks and the event log"). The sweep (every few seconds) asks for a drain of every
+ * endpoint with deliveries due; a drain sends one endpoint's due deliveries one after the other in the order
+ * of their events' sequence, so a slow endpoint holds one worker slot and never another endpoint's
+ * deliveries. Every attempt carries the Standard Webhooks headers (`webhook-id` = the event's id, the same
+ * on every attempt, so receivers de-duplicate), is logged, and ends as:
+ *
+ *   2xx                → succeeded
+ *   410 Gone           → the endpoint is disabled (the receiver says it is gone for good)
+ *   429 / 503          → retried after its Retry-After (capped), else the schedule
+ *   anything else      → retried on the schedule (`webhooks.retry_schedule_s`, with jitter); past its end,
+ *                        failed (redeliver or recover it by hand)
+ *
+ * When an attempt fails, the endpoint's other due deliveries wait for the same time (it is down: they would
+ * fail too, and this keeps them in order). An endpoint whose every attempt failed for
+ * `webhooks.disable_after_failing_s` is disabled with a `webhook.endpoint_disabled` event.
+ */
+
+/** Deliveries read per round of a drain, and the most one drain job attempts before giving others a turn. */
+const DRAIN_BATCH = 50;
+const DRAIN_MAX = 500;
+/** Characters of the receiver's answer kept in the delivery log. */
+const LOGGED_BODY = 1000;
+
+export interface WebhookDelivererDeps {
+  orm: Orm;
+  queues: JobQueues;
+  http: WebhookHttpClient;
+  logger: Logger;
+  settings: WebhooksSettings;
+  userAgent: string;
+}
+
+interface EndpointRow {
+  id: string;
+  account_id: string;
+  url: string;
+  enabled: boolean;
+  secret: string;
+  previous_secret: string | null;
+  previous_secret_expires_at: Date | null;
+  failing_since: Date | null;
+}
+
+interface DueRow {
+  id: string;
+  event_id: string;
+  attempts: number;
+  type: string;
+  data: Record<string, unknown>;
+  event_created_at: Date;
+}
+
+type Outcome = { kind: 'succeeded' } | { kind: 'gone' } | { kind: 'retry'; afterMs?: number; error: string };
+
+export class WebhookDeliverer {
+  private metrics: WebhookMetrics | undefined;
+
+  constructor(private readonly deps: WebhookDelivererDeps) {}
+
+  /** Metrics of this process (workers only). */
+  useMetrics(metrics: WebhookMetrics): void {
+    this.metrics = metrics;
+  }
+
+  private get sql() {
+    return this.deps.orm.em.getConnection();
+  }
+
+  /** The backlog gauges' numbers. */
+  async backlog(): Promise<WebhookBacklog> {
+    const [row] = await this.sql.execute<{ pending: string; oldest_due: Date | null; disabled: string }[]>(
+      `select (select count(*) from webhook_deliveries where status = 'pending') as pending,
+              (select min(next_attempt_at) from webhook_deliveries d join webhook_endpoints w on w.id = d.endpoint_id
+                where d.status = 'pending' and w.enabled and d.next_attempt_at <= now()) as oldest_due,
+              (select count(*) from webhook_endpoints where not enabled) as disabled`,
+      [],
+      'all',
+    );
+    const oldest = row?.oldest_due ? new Date(row.oldest_due).getTime() : Date.now();
+    return {
+      pending: Number(row?.pending ?? 0),
+      oldestDueS: Math.max(0, (Date.now() - oldest) / 1000),
+      endpointsDisabled: Number(row?.disabled ?? 0),
+    };
+  }
+
+  /** Drops events, deliveries and attempts older than the retention. */
+  async prune(now = new Date()): Promise<{ events: number }> {
+    const before = new Date(now.getTime() - this.deps.settings.event_retention_days * 86_400_000);
+    return this.deps.orm.em.fork().transactional(async (em) => {
+      await em.execute('delete from webhook_attempts where attempted_at < ?', [before], 'run');
+      await em.execute(
+        "delete from webhook_deliveries where created_at < ? and status <> 'pending'",
+        [before],
+        'run',
+      );
+      const res = await em.execute<{ affectedRows?: number }>(
+        'delete from events where created_at < ?',
+        [before],
+        'run',
+      );
+      return { events: res.affectedRows ?? 0 };
+    });
+  }
+
+  /** Every enabled endpoint with a delivery due gets one pending drain. */
+  async sweep(now = new Date()): Promise<number> {
+    const rows = await this.sql.execute<{ endpoint_id: string }[]>(
+      `select distinct d.endpoint_id from webhook_deliveries d
+         join webhook_endpoints w on w.id = d.endpoint_id and w.enabled
+        where d.status = 'pending' and d.next_attempt_at <= ?`,
+      [now],
+      'all',
+    );
+    for (const r of rows) await this.requestDrain(r.endpoint_id);
+    return rows.length;
+  }
+
+  requestDrain(endpointId: string): Promise<void> {
+    return this.deps.queues.enqueueOnce('webhook-drain', { endpoint_id: endpointId }, endpointId);
+  }
+
+  /** Sends the endpoint's due deliveries in sequence order until none is due, one fails, or DRAIN_MAX. */
+  async drain(endpointId: string): Promise<{ attempted: number; succeeded: number }> {
+    let attempted = 0;
+    let succeeded = 0;
+    while (attempted < DRAIN_MAX) {
+      const endpoint = await this.endpoint(endpointId);
+      if (!endpoint?.enabled) break;
+      const due = await this.sql.execute<DueRow[]>(
+        `select d.id, d.event_id, d.attempts, e.type, e.data, e.created_at as event_created_at
+           from webhook_deliveries d join events e on e.id = d.event_id
+          where d.endpoint_id = ? and d.status = 'pending' and d.next_attempt_at <= now()
+          order by d.event_seq limit ${DRAIN_BATCH}`,
+        [endpointId],
+        'all',
+      );
+      if (due.length === 0) break;
+      let stop = false;
+      for (const delivery of due) {
+        attempted++;
+        const outcome = await this.attempt(endpoint, delivery);
+        if (outcome.kind === 'succeeded') {
+          succeeded++;
+          continue;
+        }
+        stop = true;
+        break;
+      }
+      if (stop) break;
+    }
+    return { attempted, succeeded };
+  }
+
+  private async endpoint(id: string): Promise<EndpointRow | undefined> {
+    const [row] = await this.sql.execute<EndpointRow[]>(
+      `select id, account_id, url, enabled, secret, previous_secret, previous_secret_expires_at, failing_since
+         from webhook_endpoints where id = ?`,
+      [id],
+      'all',
+    );
+    return row;
+  }
+
+  /** One attempt of one delivery: send, log, and move the delivery (and the endpoint) on. */
+  private async attempt(endpoint: EndpointRow, delivery: DueRow): Promise<Outcome> {
+    const now = new Date();
+    const body = JSON.stringify({
+      type: delivery.type,
+      timestamp: new Date(delivery.event_created_at).toISOString(),
+      data: delivery.data,
+    });
+    const headers = {
+      'content-type': 'application/json',
+      'user-agent': this.deps.userAgent,
+      'webhook-id': delivery.event_id,
+      'webhook-timestamp': String(Math.floor(now.getTime() / 1000)),
+      'webhook-signature': this.signatures(endpoint, delivery.event_id, now, body),
+    };
+    let result: DeliveryResult | undefined;
+    let error: string | undefined;
+    const started = performance.now();
+    try {
+      result = await this.deps.http.deliver(endpoint.url, {
+        headers,
+        body,
+        timeoutMs: this.deps.settings.timeout_ms,
+        maxResponseBytes: this.deps.settings.max_response_bytes,
+      });
+    } catch (err) {
+      if (!isDeliveryFailure(err)) throw err;
+      error = err.code;
+    }
+    const latencyMs = Math.round(result?.latencyMs ?? performance.now() - started);
+    const outcome = classify(result, error, this.deps.settings.retry_after_max_s);
+    this.metrics?.attempts.inc({ outcome: outcomeLabel(result, error) });
+    this.metrics?.latency.observe(latencyMs / 1000);
+    if (outcome.kind === 'succeeded')
+      this.metrics?.eventToReceipt.observe(
+        (Date.now() - new Date(delivery.event_created_at).getTime()) / 1000,
+      );
+    await this.record(endpoint, delivery, now, { result, error, latencyMs, outcome });
+    return outcome;
+  }
+
+  /** `v1,<sig>`, and during a rotation a second one with the previous secret, space-separated. */
+  private signatures(endpoint: EndpointRow, msgId: string, at: Date, body: string): string {
+    const secrets = [endpoint.secret];
+    if (
+      endpoint.previous_secret &&
+      endpoint.previous_secret_expires_at &&
+      new Date(endpoint.previous_secret_expires_at) > at
+    )
+      secrets.push(endpoint.previous_secret);
+    return secrets.map((s) => new Webhook(s).sign(msgId, at, body)).join(' ');
+  }
+
+  private async record(
+    endpoint: EndpointRow,
+    delivery: DueRow,
+    now: Date,
+    a: { result?: DeliveryResult; error?: string; latencyMs: number; outcome: Outcome },
+  ): Promise<void> {
+    const { schedule, failing } = this.nextStep(delivery.attempts + 1, a.outcome, now);
+    const error =
+      a.outcome.kind === 'succeeded' ? null : a.outcome.kind === 'gone' ? 'http_410' : a.outcome.error;
+    const failingSince = a.outcome.kind === 'succeeded' ? null : (endpoint.failing_since ?? now);
+    const disable =
+      a.outcome.kind === 'gone'
+        ? 'the receiver answered 410 Gone'
+        : failingSince &&
+            now.getTime() - new Date(failingSince).getTime() >=
+              this.deps.settings.disable_after_failing_s * 1000
+          ? `every attempt failed for ${Math.round(this.deps.settings.disable_after_failing_s / 3600)} hours`
+          : undefined;
+    const endpointsToDrain = await this.deps.orm.em.fork().transactional(async (em) => {
+      await em.execute(
+        `insert into webhook_attempts (id, account_id, delivery_id, endpoint_id, attempted_at, status_code, latency_ms,
+                error, response_body)
+         values (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        [
+          newId('wha', now.getTime()),
+          endpoint.account_id,
+          delivery.id,
+          endpoint.id,
+          now,
+          a.result?.status ?? null,
+          a.latencyMs,
+          error,
+          a.result ? a.result.body.slice(0, LOGGED_BODY) : null,
+        ],
+        'run',
+      );
+      await em.execute(
+        `update webhook_deliveries
+            set attempts = attempts + 1, last_attempt_at = ?, last_status_code = ?, last_error = ?,
+                status = ?, next_attempt_at = ?, succeeded_at = ?
+          where id = ?`,
+        [
+          now,
+          a.result?.status ?? null,
+          error,
+          a.outcome.kind === 'succeeded' ? 'succeeded' : failing ? 'failed' : 'pending',
+          a.outcome.kind === 'succeeded' || failing ? null : schedule,
+          a.outcome.kind === 'succeeded' ? now : null,
+          delivery.id,
+        ],
+        'run',
+      );
+      if (a.outcome.kind !== 'succeeded' && schedule)
+        // The endpoint is failing: its other due deliveries wait with this one, in order.
+        await em.execute(
+          `update webhook_deliveries set next_attempt_at = ?
+            where endpoint_id = ? and status = 'pending' and id <> ? and next_attempt_at < ?`,
+          [schedule, endpoint.id, delivery.id, schedule],
+          'run',
+        );
+      await em.execute(
+        'update webhook_endpoints set failing_since = ? where id = ?',
+        [failingSince, endpoint.id],
+        'run',
+      );
+      if (!disable) return [];
+      await em.execute(
+        `update webhook_endpoints set enabled = false, disabled_at = ?, disabled_reason = ?, updated_at = ?
+          where id = ? and enabled`,
+        [now, disable, now, endpoint.id],
+        'run',
+      );
+      this.metrics?.disabled.inc();
+      this.deps.logger.warn({ endpoint: endpoint.id, reason: disable }, 'webhook endpoint disabled');
+      return appendEvents(
+        em,
+        [
+          {
+            accountId: endpoint.account_id,
+            type: 'webhook.endpoint_disabled',
+            watchlistId: null,
+            data: {
+              endpoint_id: endpoint.id,
+              url: endpoint.url,
+              reason: disable,
+              disabled_at: now.toISOString(),
+            },
+          },
+        ],
+        now,
+      );
+    });
+    for (const id of endpointsToDrain) await this.requestDrain(id);
+  }
+
+  /** When the next attempt is due, or that there is none (`failing`: the schedule is spent, or 410). */
+  private nextStep(
+    attemptsDone: number,
+    outcome: Outcome,
+    now: Date,
+  ): { schedule: Date | null; failing: boolean } {
+    if (outcome.kind === 'succeeded') return { schedule: null, failing: false };
+    if (outcome.kind === 'gone') return { schedule: null, failing: true };
+    const waits = this.deps.settings.retry_schedule_s;
+    if (attemptsDone > waits.length) return { schedule: null, failing: true };
+    const base = waits[attemptsDone - 1]! * 1000;
+    const jitter = (base * this.deps.settings.retry_jitter_pct) / 100;
+    const wait = outcome.afterMs ?? Math.max(0, base + (Math.random() * 2 - 1) * jitter);
+    return { schedule: new Date(now.getTime() + wait), failing: false };
+  }
+}
+
+function classify(
+  result: DeliveryResult | undefined,
+  error: string | undefined,
+  retryAfterMaxS: number,
+): Outcome {
+  if (!result) return { kind: 'retry', error: error ?? 'network_error' };
+  const { status } = result;
+  if (status >= 200 && status < 300) return { kind: 'succeeded' };
+  if (status === 410) return { kind: 'gone' };
+  if (status === 429 || status === 503) {
+    const after = retryAfterMs(result.headers['retry-after']);
+    if (after !== undefined)
+      return { kind: 'retry', afterMs: Math.min(after, retryAfterMaxS * 1000), error: `http_${status}` };
+  }
+  return { kind: 'retry', error: status >= 300 && status < 400 ? 'http_3xx' : `http_${status}` };
+}
+
+/** `Retry-After` as delay-seconds or an HTTP date, in ms from now. */
+function retryAfterMs(value: string | string[] | undefined): number | undefined {
+  const raw = Array.isArray(value) ? value[0] : value;
+  if (!raw) return undefined;
+  if (/^\d+$/.test(raw.trim())) return Number(raw.trim()) * 1000;
+  const at = Date.parse(raw);
+  return Number.isNaN(at) ? undefined : Math.max(0, at - Date.now());
+}
+
+function outcomeLabel(result: DeliveryResult | undefined, error: string | undefined): string {
+  if (!result) return error ?? 'network_error';
+  const s = result.status;
+  return s >= 200 && s < 300
+    ? 'succeeded'
+    : s === 410
+      ? 'gone'
+      : s === 429
+        ? 'http_429'
+        : `http_${Math.floor(s / 100)}xx`;
+}

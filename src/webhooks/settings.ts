@@ -1,0 +1,57 @@
+import { z } from 'zod';
+import { bool, csv, int, type EnvVars } from '../platform/config.js';
+import { parseAllowList } from './ssrf.js';
+
+/** Webhook delivery: the retry schedule, the receiver limits, the SSRF allow list, the event retention. */
+export const webhooksSettings = z.object({
+  /**
+   * Seconds to wait before each retry after a failed attempt (the first attempt is at once). The default,
+   * 5 s · 5 min · 30 min · 2 h · 5 h · 10 h · 10 h · 10 h, is 9 attempts over about 37.5 hours.
+   */
+  retry_schedule_s: z.preprocess(
+    (v) => (typeof v === 'string' ? v.split(',').map((x) => Number(x.trim())) : v),
+    z.array(z.number().int().min(0).max(604_800)).min(1).max(50),
+  ),
+  /** Each wait is moved by up to this share of itself, at random, so retries of many events spread out. */
+  retry_jitter_pct: int(0, 100),
+  /** A `Retry-After` (429, 503) delays the next attempt at most this long. */
+  retry_after_max_s: int(0, 604_800),
+  /** One attempt's deadline: connect, send, and the answer's headers and body. */
+  timeout_ms: int(100, 60_000),
+  /** The most of a receiver's answer read (and the first 1,000 characters kept in the delivery log). */
+  max_response_bytes: int(0, 1_048_576),
+  /** An endpoint whose every attempt failed for this long is disabled (`webhook.endpoint_disabled`). */
+  disable_after_failing_s: int(60, 31_536_000),
+  /** After `rotate-secret`, the old secret signs beside the new one this long. */
+  secret_overlap_s: int(0, 2_592_000),
+  /** Receivers inside these CIDRs pass the SSRF guard (in-VPC receivers); every other private range is refused. */
+  allow_cidrs: csv.superRefine((cidrs, ctx) => {
+    try {
+      parseAllowList(cidrs);
+    } catch (err) {
+      ctx.addIssue({ code: 'custom', message: (err as Error).message });
+    }
+  }),
+  /** Accept `http://` endpoint URLs (an in-VPC receiver without TLS); `https://` only when false. */
+  allow_http: bool,
+  /** Delivery jobs (one endpoint's due deliveries each) a worker process runs at once. */
+  delivery_concurrency: int(1, 1024),
+  /** Days events are kept for `GET /api/v1/events` (and deliveries with their attempts). */
+  event_retention_days: int(1, 3650),
+});
+
+export type WebhooksSettings = z.infer<typeof webhooksSettings>;
+
+export const WEBHOOKS_ENV_VARS: EnvVars = {
+  RISKWATCH_WEBHOOK_RETRY_SCHEDULE_S: 'webhooks.retry_schedule_s',
+  RISKWATCH_WEBHOOK_RETRY_JITTER_PCT: 'webhooks.retry_jitter_pct',
+  RISKWATCH_WEBHOOK_RETRY_AFTER_MAX_S: 'webhooks.retry_after_max_s',
+  RISKWATCH_WEBHOOK_TIMEOUT_MS: 'webhooks.timeout_ms',
+  RISKWATCH_WEBHOOK_MAX_RESPONSE_BYTES: 'webhooks.max_response_bytes',
+  RISKWATCH_WEBHOOK_DISABLE_AFTER_FAILING_S: 'webhooks.disable_after_failing_s',
+  RISKWATCH_WEBHOOK_SECRET_OVERLAP_S: 'webhooks.secret_overlap_s',
+  RISKWATCH_WEBHOOK_ALLOW_CIDRS: 'webhooks.allow_cidrs',
+  RISKWATCH_WEBHOOK_ALLOW_HTTP: 'webhooks.allow_http',
+  RISKWATCH_WEBHOOK_DELIVERY_CONCURRENCY: 'webhooks.delivery_concurrency',
+  RISKWATCH_EVENT_RETENTION_DAYS: 'webhooks.event_retention_days',
+};
