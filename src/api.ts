@@ -12,6 +12,7 @@ import { RELEASE_ID, VERSION, type Runtime } from './runtime.js';
 import { UsageRecorder, usageStreamKey } from './usage/recorder.js';
 import { usageRoutes } from './usage/routes.js';
 import { watchlistRoutes } from './watchlists/routes.js';
+import { webhookRoutes } from './webhooks/routes.js';
 
 /** How often an API process writes the impact counts it gathered (assessments, scans, preflights). */
 const IMPACT_FLUSH_MS = 2000;
@@ -40,6 +41,7 @@ export async function startApi(rt: Runtime): Promise<Server> {
     ...riskRoutes(rt.risk, rt.impact),
     ...listRoutes(rt.lists),
     ...watchlistRoutes(rt.watchlists),
+    ...webhookRoutes(rt.webhooks),
     ...accountRoutes(rt.accounts),
   ];
   const jwt = new JwtVerifier(config.auth.jwt, logger);

@@ -20,6 +20,8 @@ import { RiskService } from './risk/service.js';
 import { UsageService } from './usage/service.js';
 import { countWatchedTargets } from './watchlists/scan.js';
 import { WatchlistsService } from './watchlists/service.js';
+import { WebhooksService } from './webhooks/service.js';
+import { WebhookUrlPolicy } from './webhooks/ssrf.js';
 
 export const VERSION = (
   JSON.parse(readFileSync(join(PROJECT_ROOT, 'package.json'), 'utf8')) as { version: string }
@@ -49,6 +51,8 @@ export interface Runtime {
   listsCache: ListsCache;
   risk: RiskService;
   watchlists: WatchlistsService;
+  /** Webhook endpoints, their delivery log and the event log (the HTTP API's side; sending is the workers'). */
+  webhooks: WebhooksService;
 }
 
 export async function createRuntime(role: string, config: Readonly<Config> = loadConfig()): Promise<Runtime> {
@@ -117,6 +121,18 @@ export async function createRuntime(role: string, config: Readonly<Config> = loa
         defaultSchedule: config.watchlists.default_schedule,
         defaultDeepSchedule: config.watchlists.default_deep_schedule,
         maxEntriesPerAccount: config.watchlists.max_entries_per_account,
+      },
+      queues,
+    ),
+    webhooks: new WebhooksService(
+      orm,
+      {
+        urlPolicy: new WebhookUrlPolicy({
+          allowCidrs: config.webhooks.allow_cidrs,
+          allowHttp: config.webhooks.allow_http,
+        }),
+        secretOverlapS: config.webhooks.secret_overlap_s,
+        eventRetentionDays: config.webhooks.event_retention_days,
       },
       queues,
     ),

@@ -14,6 +14,7 @@ export type JobHandlers = { [N in JobName]: JobHandler<N> };
 const ON_ERROR: Readonly<Record<ErrorCode, 'retry' | 'give_up'>> = {
   invalid_request: 'give_up',
   invalid_address: 'give_up',
+  invalid_webhook_url: 'give_up',
   unsupported_chain: 'give_up',
   unsupported_target_type: 'give_up',
   unsupported_intent: 'give_up',

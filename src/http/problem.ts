@@ -5,6 +5,7 @@ import type { ErrorCode, FieldError } from '../platform/errors.js';
 export const PROBLEMS: Record<ErrorCode, { status: number; title: string }> = {
   invalid_request: { status: 400, title: 'Invalid request' },
   invalid_address: { status: 400, title: 'Invalid address' },
+  invalid_webhook_url: { status: 400, title: 'Webhook URL refused' },
   unsupported_chain: { status: 400, title: 'Unsupported chain or network' },
   unsupported_target_type: { status: 400, title: 'Unsupported target type' },
   unsupported_intent: { status: 400, title: 'Unsupported intent' },

@@ -6,6 +6,7 @@
 export type ErrorCode =
   | 'invalid_request'
   | 'invalid_address'
+  | 'invalid_webhook_url'
   | 'unsupported_chain'
   | 'unsupported_target_type'
   | 'unsupported_intent'

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { AuthorityType, getCloseAccountInstruction } from '@solana-program/token-2022';
 import type { Address as SolanaAddress } from '@solana/kit';
 import { Queue } from 'bullmq';
@@ -39,6 +40,7 @@ import {
   transferSol,
 } from '../support/solana/token.js';
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js';
+import { startReceiver, type Receiver } from '../support/webhook-receiver.js';
 
 /*
  * The watchlist scan pipeline with the real parts: a worker process reading a LiteSVM facade (real SPL Token
@@ -63,6 +65,8 @@ let queues: JobQueues;
 let worker: RunningService;
 let accountId: string;
 let scans = 0;
+/** A webhook consumer subscribed to the account's alerts from the start. */
+let consumer: Receiver;
 
 async function createWatchlist(
   targets: { chain: string; network: string; target: string }[],
@@ -154,17 +158,30 @@ beforeAll(async () => {
     RISKWATCH_RPC_BACKOFF_BASE_MS: '10',
     RISKWATCH_RPC_BACKOFF_MAX_MS: '50',
     RISKWATCH_WATCHLIST_SCAN_CONCURRENCY: '2',
+    // The webhook consumer below listens on loopback, as an in-VPC receiver would be allow-listed.
+    RISKWATCH_WEBHOOK_ALLOW_HTTP: 'true',
+    RISKWATCH_WEBHOOK_ALLOW_CIDRS: '127.0.0.0/8',
+    RISKWATCH_WEBHOOK_RETRY_SCHEDULE_S: '1,1,1,2,2,2,2,2',
+    RISKWATCH_WEBHOOKS_SWEEP_CRON: '* * * * * *',
   }));
   const account = JSON.parse(await cli(env, ['accounts', 'create', '--name', 'watcher'])) as { id: string };
   accountId = account.id;
   db = new pg.Client({ connectionString: env.DATABASE_URL });
   await db.connect();
+  const secret = `whsec_${randomBytes(24).toString('base64')}`;
+  consumer = await startReceiver(secret);
+  await db.query(
+    `insert into webhook_endpoints (id, account_id, url, events, enabled, secret, created_at, updated_at)
+     values ($1, $2, $3, '["watchlist.alert"]', true, $4, now(), now())`,
+    [newId('we'), accountId, consumer.url, secret],
+  );
   bull = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
   queues = new JobQueues(bull, env.REDIS_KEY_PREFIX!);
   worker = await startService(env, 'worker');
 }, 120_000);
 
 afterAll(async () => {
+  await consumer?.close();
   await worker?.stop();
   await queues?.close();
   bull?.disconnect();
@@ -527,4 +544,23 @@ describe('PostgreSQL and Redis taken away during a tick', () => {
     expect(proxied.process.exitCode).toBeNull();
     expect(await countRows('watchlist_snapshots', list.id)).toBe(wallets.length);
   }, 120_000);
+});
+
+describe('the webhook consumer subscribed to the account', () => {
+  it('received every alert of the tests above exactly once (after de-duplication on webhook-id), signed', async () => {
+    const alertIds = async () =>
+      (
+        await db.query<{ id: string }>('select id from watchlist_alerts where account_id = $1', [accountId])
+      ).rows
+        .map((r) => r.id)
+        .sort();
+    const expected = await alertIds();
+    expect(expected.length).toBeGreaterThanOrEqual(10);
+    // The tests above ended with the worker behind proxies stopped: one worker sends what is left.
+    worker = await startService(env, 'worker');
+    await eventually(() => Promise.resolve(consumer.received.length >= expected.length), 30_000, 100);
+    const got = consumer.received.map((r) => (r.data.alert as { id: string }).id).sort();
+    expect(got).toEqual(expected);
+    expect(new Set(consumer.received.map((r) => r.id)).size).toBe(expected.length);
+  }, 40_000);
 });

@@ -1,13 +1,11 @@
 import { randomBytes } from 'node:crypto';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import pg from 'pg';
-import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectOrm, type Orm } from '../../src/db/orm.js';
 import { newId } from '../../src/platform/ids.js';
 import { appendEvents } from '../../src/webhooks/outbox.js';
 import { eventually, killHard, prepareEnv, startService, type RunningService } from '../support/service.js';
+import { startReceiver } from '../support/webhook-receiver.js';
 
 /*
  * Webhook delivery with the real parts: a worker process sends to a local receiver that verifies every
@@ -16,72 +14,6 @@ import { eventually, killHard, prepareEnv, startService, type RunningService } f
  * The retry schedule is shortened by configuration (seconds instead of hours); 127.0.0.0/8 is allow-listed
  * past the SSRF guard, as an operator would allow an in-VPC receiver.
  */
-
-type Behaviour = (req: IncomingMessage, res: ServerResponse) => void;
-
-interface Receiver {
-  url: string;
-  port: number;
-  /** Verified deliveries, first receipt of each webhook-id, in arrival order. */
-  received: { id: string; type: string; data: Record<string, unknown> }[];
-  /** Every request that reached the receiver (retries included). */
-  hits: number;
-  behave(b: Behaviour | undefined): void;
-  close(): Promise<void>;
-  reopen(): Promise<void>;
-}
-
-async function startReceiver(secret: string, port = 0): Promise<Receiver> {
-  const webhook = new Webhook(secret);
-  let behaviour: Behaviour | undefined;
-  const r: Receiver = {
-    url: '',
-    port,
-    received: [],
-    hits: 0,
-    behave: (b) => (behaviour = b),
-    close: async () => {
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
-    reopen: async () => {
-      server = make();
-      await listen();
-    },
-  };
-  const make = () =>
-    createServer((req, res) => {
-      let body = '';
-      req.on('data', (c: Buffer) => (body += c.toString()));
-      req.on('end', () => {
-        r.hits++;
-        if (behaviour) return behaviour(req, res);
-        try {
-          const payload = webhook.verify(body, req.headers as Record<string, string>) as {
-            type: string;
-            data: Record<string, unknown>;
-          };
-          const id = req.headers['webhook-id'] as string;
-          if (!r.received.some((x) => x.id === id))
-            r.received.push({ id, type: payload.type, data: payload.data });
-          res.writeHead(204).end();
-        } catch (err) {
-          res.writeHead(400).end((err as Error).message);
-        }
-      });
-    });
-  let server: Server = make();
-  const listen = () =>
-    new Promise<void>((resolve) =>
-      server.listen(r.port, '127.0.0.1', () => {
-        r.port = (server.address() as AddressInfo).port;
-        r.url = `http://127.0.0.1:${r.port}/hooks`;
-        resolve();
-      }),
-    );
-  await listen();
-  return r;
-}
 
 let env: Record<string, string>;
 let dropDatabase: () => Promise<void>;
