@@ -26,9 +26,8 @@ import type { WebhooksSettings } from './settings.js';
  * `webhooks.disable_after_failing_s` is disabled with a `webhook.endpoint_disabled` event.
  */
 
-/** Deliveries read per round of a drain, and the most one drain job attempts before giving others a turn. */
+/** Deliveries read per round of a drain. */
 const DRAIN_BATCH = 50;
-const DRAIN_MAX = 500;
 /** Characters of the receiver's answer kept in the delivery log. */
 const LOGGED_BODY = 1000;
 
@@ -131,11 +130,15 @@ export class WebhookDeliverer {
     return this.deps.queues.enqueueOnce('webhook-drain', { endpoint_id: endpointId }, endpointId);
   }
 
-  /** Sends the endpoint's due deliveries in sequence order until none is due, one fails, or DRAIN_MAX. */
+  /**
+   * Sends the endpoint's due deliveries in sequence order until none is due or one fails. It re-reads what is
+   * due after each batch, so events written while it runs are sent by it (their own drain request is folded
+   * into this job); one committed just as it finishes waits for the next sweep.
+   */
   async drain(endpointId: string): Promise<{ attempted: number; succeeded: number }> {
     let attempted = 0;
     let succeeded = 0;
-    while (attempted < DRAIN_MAX) {
+    for (;;) {
       const endpoint = await this.endpoint(endpointId);
       if (!endpoint?.enabled) break;
       const due = await this.sql.execute<DueRow[]>(
@@ -286,11 +289,15 @@ export class WebhookDeliverer {
           [schedule, endpoint.id, delivery.id, schedule],
           'run',
         );
-      await em.execute(
-        'update webhook_endpoints set failing_since = ? where id = ?',
-        [failingSince, endpoint.id],
-        'run',
-      );
+      // Only a change of state touches the endpoint row: a healthy endpoint's deliveries never contend on it.
+      if ((failingSince === null) !== (endpoint.failing_since === null)) {
+        await em.execute(
+          'update webhook_endpoints set failing_since = ? where id = ?',
+          [failingSince, endpoint.id],
+          'run',
+        );
+        endpoint.failing_since = failingSince;
+      }
       if (!disable) return [];
       await em.execute(
         `update webhook_endpoints set enabled = false, disabled_at = ?, disabled_reason = ?, updated_at = ?
