@@ -25,13 +25,45 @@
  * facade is local, the provider quota is not what is measured). With BENCH_ONLY naming neither, it is not
  * built.
  *
+ * `watchlists` (last; test/bench/watchlists.ts has the details): the watchlist scan pipeline with 100,000
+ * Solana entries on one list, a `riskwatch worker` process, and a world of its own — a bare LiteSVM chain
+ * where every watched address is a system account written with setAccount, served by the facade with
+ * 50 ms per round trip — and the provider limit RISKWATCH_RPC_RATE_PER_S=50 (shared in Redis), default
+ * scan concurrency (8 chunk jobs of 100). Three ticks, each timed from the enqueue to the last entry's
+ * `last_checked_at`: `baseline` (every entry new: a snapshot each, no analysis), `unchanged` (the goals),
+ * `changed` (1,000 accounts, one per chunk, got 0.1 SOL by real transfers; thresholds balance_change_pct 1).
+ * The numbers: `calls` are the JSON-RPC calls the facade answered (each element of a batch counts;
+ * `round trips` are its HTTP requests, fewer: chunks' reads issued in the same tick share a batch);
+ * `rate bound` is calls ÷ 50/s, the floor the provider limit sets; `time` is enqueue → the latest
+ * `last_checked_at`; `calls/s` the calls over first call → last answer; `chunk ms` the worker's mean chunk
+ * job (rate-limit waits included); `worker RSS peak` the highest VmRSS sampled every 200 ms in the phase,
+ * with the V8 heap (used/total) and external memory from the worker's metrics beside it; the RSS goal is
+ * judged on VmHWM (the worker's peak since it started) after the last tick. Goals of the unchanged tick:
+ * calls ≤ ⌈N/100⌉ × 1.05 = 1,050, time ≤ 1.25 × 1,000 calls at 50/s = 25 s, peak RSS ≤ 512 MB (the helm
+ * chart's worker limit). The worker runs with Node's default heap sizing, which follows the machine's
+ * memory (or a container's limit): on a large host V8 keeps 128 MB of young generation and lets the old
+ * generation grow to a few hundred MB before collecting, so RSS there says more about V8 than about the
+ * live data (tens of MB); BENCH_WATCH_WORKER_NODE_OPTIONS runs it with other heap flags. The changed tick
+ * must write exactly 1,000 snapshot rows and 1,000 `balance_changed` alerts (other alerts, from the deep
+ * analyses, are shown apart); its time is mostly those analyses' 5,000 calls at 50/s. Then the bulk paths,
+ * timed: 10 × POST /api/v1/watchlists/{id}/entries of 10,000 (an `api` process) and `riskwatch watchlists
+ * import` of a 100,000-row CSV (process start included; the import's own seconds apart), each stopped after
+ * BENCH_WATCH_BULK_CAP_S (reported as CAPPED, with the entries stored by then) and SKIP while its route or
+ * command is not built. BENCH_ONLY=watchlists runs only this: no bare Koa, no riskwatch API of the HTTP
+ * rounds, no fixture world.
+ *
  * Timing is measured, not asserted: a scenario missing a goal prints MISS and still exits 0. A target that
- * answers anything but 2xx (or errors / times out), a preflight that does not come from the cache, or a
- * cold scan that is not a fresh 200 makes the run exit 1.
+ * answers anything but 2xx (or errors / times out), a preflight that does not come from the cache, a
+ * cold scan that is not a fresh 200, or a watchlist tick that does not finish or writes other snapshot or
+ * alert counts than expected makes the run exit 1.
  *
  * Knobs (environment): BENCH_DURATION_S (10), BENCH_WARMUP_S (3), BENCH_ROUNDS (3), BENCH_CONNECTIONS
  * (50), BENCH_ONLY (comma-separated names among public-impact, usage-api-key, preflight-cached,
- * bare-koa-post, scan-cold; the baseline always runs), BENCH_RPC_LATENCY_MS (50: per chain round trip during scan-cold), BENCH_OUT
+ * bare-koa-post, scan-cold, watchlists, webhooks; the baseline always runs, unless watchlists or webhooks
+ * is the only name; `webhooks`: test/bench/webhooks.ts, 10,000 events to verifying receivers),
+ * BENCH_RPC_LATENCY_MS (50: per chain round trip during scan-cold), BENCH_WATCH_* (the watchlists
+ * scenario's entries, latency, rate, concurrency, worker heap flags, ANALYZE, bulk paths and their cap:
+ * test/bench/watchlists.ts), BENCH_OUT
  * (results JSON; default <os tmpdir>/bench-results.json), BENCH_CPU_PROF_DIR (run both servers with
  * --cpu-prof; the profiles, named by pid, are written there when they stop).
  *
@@ -59,6 +91,8 @@ import {
   type TestEnv,
 } from '../support/service.js';
 import { measureColdScans, type ColdScanReport } from './cold-scan.js';
+import { runWatchlistsBench, type WatchlistsReport } from './watchlists.js';
+import { benchWebhooks } from './webhooks.js';
 
 type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
@@ -101,6 +135,75 @@ const ONLY = process.env.BENCH_ONLY?.split(',')
   .filter(Boolean);
 const RUN_SCAN_COLD = !ONLY?.length || ONLY.includes(SCAN_COLD);
 
+// ---- watchlists (test/bench/watchlists.ts) ---------------------------------------------------------
+
+/** The watchlist scan at 100,000 entries: not an autocannon scenario, but selectable in BENCH_ONLY. */
+const WATCHLISTS = 'watchlists';
+const RUN_WATCHLISTS = !ONLY?.length || ONLY.includes(WATCHLISTS);
+/** BENCH_ONLY=watchlists alone: no baseline, no HTTP targets, no fixture world. */
+const ONLY_WATCHLISTS = !!ONLY?.length && ONLY.every((name) => name === WATCHLISTS);
+/** What the watchlists scenario may take (its three ticks at 50 calls/s and the bulk adds), s. */
+const WATCHLISTS_BUDGET_S = 1800;
+
+/** Runs it with this file's clean-up and child-process safety net; its failures join `failures`. */
+async function runWatchlists(failures: string[]): Promise<WatchlistsReport> {
+  log();
+  const report = await runWatchlistsBench({
+    log,
+    defer: (step) => {
+      cleanupSteps.push(step);
+    },
+    track: (child) => children.add(child),
+  });
+  failures.push(...report.failures);
+  return report;
+}
+
+/** BENCH_ONLY=watchlists: just that, and its results in BENCH_OUT. */
+async function watchlistsAlone(): Promise<number> {
+  log(
+    `riskwatch bench (watchlists): node ${process.version}, ${cpus().length} CPUs (${cpus()[0]?.model.trim() ?? '?'})`,
+  );
+  const failures: string[] = [];
+  const watchlists = await runWatchlists(failures);
+  for (const f of failures) log(`ERROR ${f}`);
+  const ok = failures.length === 0;
+  writeFileSync(
+    OUT,
+    `${JSON.stringify(
+      {
+        generated_at: new Date().toISOString(),
+        ok,
+        machine: { node: process.version, cpus: cpus().length, cpu_model: cpus()[0]?.model.trim() },
+        watchlists: { ...watchlists, failures: undefined },
+        failures,
+      },
+      null,
+      2,
+    )}\n`,
+  );
+  log(`results: ${OUT}`);
+  return ok ? 0 : 1;
+}
+
+// ---- (end of watchlists) ---------------------------------------------------------------------------
+
+/** Webhook delivery of 10,000 events (test/bench/webhooks.ts): selectable in BENCH_ONLY, runs last. */
+const WEBHOOKS = 'webhooks';
+const RUN_WEBHOOKS = !ONLY?.length || ONLY.includes(WEBHOOKS);
+const ONLY_WEBHOOKS = !!ONLY?.length && ONLY.every((name) => name === WEBHOOKS);
+
+/** BENCH_ONLY=webhooks: just that, and its results in BENCH_OUT. */
+async function webhooksAlone(): Promise<number> {
+  const webhooks = await benchWebhooks();
+  writeFileSync(
+    OUT,
+    `${JSON.stringify({ generated_at: new Date().toISOString(), ok: true, webhooks }, null, 2)}\n`,
+  );
+  log(`results: ${OUT}`);
+  return 0;
+}
+
 function scenarios(f: Fixtures): Scenario[] {
   const all: Scenario[] = [
     { name: 'public-impact', method: 'GET', path: '/api/public/impact', minRatio: 0.6 },
@@ -135,11 +238,14 @@ function scenarios(f: Fixtures): Scenario[] {
     },
   ];
   if (!ONLY?.length) return all;
-  const unknown = ONLY.filter((name) => name !== SCAN_COLD && !all.some((s) => s.name === name));
+  const unknown = ONLY.filter(
+    (name) =>
+      name !== SCAN_COLD && name !== WATCHLISTS && name !== WEBHOOKS && !all.some((s) => s.name === name),
+  );
   if (unknown.length)
     throw new Error(
       `BENCH_ONLY names no scenario: ${unknown.join(', ')} ` +
-        `(known: ${[...all.map((s) => s.name), SCAN_COLD].join(', ')})`,
+        `(known: ${[...all.map((s) => s.name), SCAN_COLD, WATCHLISTS, WEBHOOKS].join(', ')})`,
     );
   return all.filter((s) => ONLY.includes(s.name));
 }
@@ -526,12 +632,16 @@ async function main(): Promise<number> {
     plannedTargets * (SETTINGS.warmupS + 5) +
     SETTINGS.rounds * plannedTargets * (SETTINGS.durationS + 5) +
     (needsSolana ? 120 : 0) +
+    (RUN_WATCHLISTS ? WATCHLISTS_BUDGET_S : 0) +
+    (RUN_WEBHOOKS ? 600 : 0) +
     240;
   const watchdog = setTimeout(() => {
     log(`bench: still running after ${budgetS} s; giving up`);
     void cleanup().finally(() => process.exit(2));
   }, budgetS * 1000);
   watchdog.unref();
+  if (ONLY_WATCHLISTS) return watchlistsAlone();
+  if (ONLY_WEBHOOKS) return webhooksAlone();
 
   log(
     `riskwatch bench: node ${process.version}, ${cpus().length} CPUs (${cpus()[0]?.model.trim() ?? '?'}), ` +
@@ -727,6 +837,8 @@ async function main(): Promise<number> {
         `service main-thread CPU ${c.median.serviceCpuMs?.toFixed(1) ?? '-'} ms per scan`,
     );
   }
+  const watchlists = RUN_WATCHLISTS ? await runWatchlists(failures) : undefined;
+  const webhooks = RUN_WEBHOOKS ? await benchWebhooks() : undefined;
   for (const f of failures) log(`ERROR ${f}`);
 
   const ok = failures.length === 0;
@@ -738,7 +850,8 @@ async function main(): Promise<number> {
         ok,
         machine: { node: process.version, cpus: cpus().length, cpu_model: cpus()[0]?.model.trim() },
         settings: { ...SETTINGS, rps: 'mean of 1 s samples', latency: 'ms, 2xx responses only' },
-        order: 'per round: baseline, then each scenario; medians over rounds; then scan-cold',
+        order:
+          'per round: baseline, then each scenario; medians over rounds; then scan-cold, then watchlists',
         targets: reports.map((r, i) => ({
           ...r,
           headers: redactHeaders(targets[i]!.headers),
@@ -753,6 +866,8 @@ async function main(): Promise<number> {
               },
             }
           : {}),
+        ...(watchlists ? { watchlists: { ...watchlists, failures: undefined } } : {}),
+        ...(webhooks ? { webhooks } : {}),
         failures,
       },
       null,
