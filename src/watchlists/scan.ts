@@ -61,6 +61,7 @@ export interface WatchlistScannerDeps {
 interface EntryRow {
   id: string;
   account_id: string;
+  watchlist_id: string;
   chain: string;
   network: string;
   target: string;
@@ -197,12 +198,15 @@ export class WatchlistScanner {
       'all',
     );
     const entries = watchlist
-      ? await this.sql.execute<EntryRow[]>(
-          `select id, account_id, chain, network, target, target_type, state_hash, snapshot_id, verdict
-             from watchlist_entries where watchlist_id = ? and id = any(?::text[]) order by id`,
-          [job.watchlist_id, `{${job.entry_ids.join(',')}}`],
-          'all',
-        )
+      ? await this.sql
+          .execute<EntryRow[]>(
+            // By primary key alone: with stale statistics the planner would scan the list for the watchlist id.
+            `select id, account_id, watchlist_id, chain, network, target, target_type, state_hash, snapshot_id, verdict
+             from watchlist_entries where id = any(?::text[]) order by id`,
+            [`{${job.entry_ids.join(',')}}`],
+            'all',
+          )
+          .then((rows) => rows.filter((r) => r.watchlist_id === job.watchlist_id))
       : [];
     if (entries.length === 0) return { scanned: 0, changed: 0, alerts: 0 };
 

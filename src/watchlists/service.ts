@@ -961,26 +961,28 @@ async function requireWatchlist(
   if (!row) throw watchlistNotFound(watchlistId);
 }
 
-/** The ids of the candidates already on the list, by `network target`. */
+/**
+ * The ids of the candidates already on the list, by `network target`: one `target = any(…)` look-up per
+ * batch (network matched here). A lateral probe per row let the planner, on a list whose statistics are
+ * stale (a new large list, before autovacuum's ANALYZE), filter every row of the list for each probe.
+ */
 async function existingEntries(
   em: EntityManager,
   watchlistId: string,
   candidates: readonly Candidate[],
 ): Promise<Map<string, string>> {
   const found = new Map<string, string>();
+  const wanted = new Set(candidates.map((c) => `${c.network.caip2} ${c.target}`));
   for (let i = 0; i < candidates.length; i += BATCH) {
-    const pairs = candidates.slice(i, i + BATCH).map((c) => ({ network: c.network.caip2, target: c.target }));
+    const targets = [...new Set(candidates.slice(i, i + BATCH).map((c) => c.target))];
     const rows = await em.execute<{ id: string; network: string; target: string }[]>(
-      // A probe per row through the unique index, whatever the size of the list (`limit 1` keeps the
-      // planner from turning it into a scan of the whole list, as it does while the table's statistics
-      // are those of an empty table).
-      `select e.id, e.network, e.target from jsonb_to_recordset(?::jsonb) as r(network text, target text)
-         cross join lateral (
-           select id, network, target from watchlist_entries
-            where watchlist_id = ? and network = r.network and target = r.target limit 1) e`,
-      [JSON.stringify(pairs), watchlistId],
+      'select id, network, target from watchlist_entries where watchlist_id = ? and target = any(?::text[])',
+      [watchlistId, `{${targets.join(',')}}`], // addresses: base58 or hex, nothing to quote
     );
-    for (const r of rows) found.set(`${r.network} ${r.target}`, r.id);
+    for (const r of rows) {
+      const key = `${r.network} ${r.target}`;
+      if (wanted.has(key)) found.set(key, r.id);
+    }
   }
   return found;
 }
