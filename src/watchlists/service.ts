@@ -1,5 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { inferChainFromAddress, parseAddress } from '../chains/addresses.js';
+import { lockAccount } from '../accounts/lock.js';
 import { clip, networkLabel, resolveNetwork, type NetworkDef } from '../chains/registry.js';
 import type { Orm } from '../db/orm.js';
 import type { JobQueues } from '../jobs/queues.js';
@@ -933,19 +934,6 @@ export class WatchlistsService {
 }
 
 const watchlistNotFound = (id: string) => notFound(`Watchlist "${clip(id)}"`);
-
-/**
- * Locks the account row until the transaction ends (`for no key update`, as the API-key ceiling does):
- * concurrent bulk adds of one account count its entries one after the other. Returns the account's name.
- */
-async function lockAccount(em: EntityManager, accountId: string): Promise<string> {
-  const [account] = await em.execute<{ name: string }[]>(
-    'select name from accounts where id = ? for no key update',
-    [accountId],
-  );
-  if (!account) throw notFound(`Account "${clip(accountId)}"`);
-  return account.name;
-}
 
 /** The account's watchlist, else `not_found` (another account's list included); `lock` holds it. */
 async function requireWatchlist(

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { lockAccount } from '../accounts/lock.js';
 import { clip } from '../chains/registry.js';
 import type { Orm } from '../db/orm.js';
 import type { JobQueues } from '../jobs/queues.js';
@@ -693,19 +694,6 @@ function endpointOf(r: EndpointRow, stats: DeliveryStats = emptyStats()): Endpoi
     updatedAt: time(r.updated_at),
     stats,
   };
-}
-
-/**
- * Locks the account row until the transaction ends (`for no key update`, as the API-key ceiling does):
- * concurrent creations of one account count its endpoints one after the other. Returns the account's name.
- */
-async function lockAccount(em: EntityManager, accountId: string): Promise<string> {
-  const [account] = await em.execute<{ name: string }[]>(
-    'select name from accounts where id = ? for no key update',
-    [accountId],
-  );
-  if (!account) throw notFound(`Account "${clip(accountId)}"`);
-  return account.name;
 }
 
 /** Each id must be a watchlist of the account: else `invalid_request` naming the index of each other one. */
