@@ -1,4 +1,4 @@
-import { createHash, randomInt, timingSafeEqual } from 'node:crypto';
+import { hash, randomInt, timingSafeEqual } from 'node:crypto';
 import { crc32 } from 'node:zlib';
 
 /**
@@ -39,5 +39,6 @@ export function isWellFormedApiKey(key: string): boolean {
   return timingSafeEqual(expected, given);
 }
 
-export const hashApiKey = (key: string) => createHash('sha256').update(key).digest('hex');
+/** SHA-256, hex: what the database keeps of a key. One-shot `hash` (no Hash object per request). */
+export const hashApiKey = (key: string) => hash('sha256', key, 'hex');
 export const displayPrefix = (key: string) => key.slice(0, 8);

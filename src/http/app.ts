@@ -1,16 +1,15 @@
 import Koa, { type Context, type Next } from 'koa';
 import './state.js';
 import Router from '@koa/router';
-import compose from 'koa-compose';
 import { koaBody } from 'koa-body';
 import type { Redis } from 'ioredis';
 import { AppError } from '../platform/errors.js';
 import type { Logger } from '../platform/logger.js';
 import type { Metrics } from '../platform/metrics.js';
 import { registerDocs } from './docs.js';
-import { authMiddleware, type AuthDeps } from './middleware/auth.js';
+import { authenticator, type AuthDeps } from './middleware/auth.js';
 import { errorMiddleware } from './middleware/errors.js';
-import { rateLimitMiddleware, ReservingRateLimiter } from './middleware/rate-limit.js';
+import { rateLimiter, ReservingRateLimiter } from './middleware/rate-limit.js';
 import { requestIdMiddleware, requestLogFields } from './middleware/request-id.js';
 import { buildOpenApiDocument } from './openapi.js';
 import { koaPath, parseOrThrow, type RouteSpec } from './route.js';
@@ -53,7 +52,12 @@ function hasBody(ctx: Context): boolean {
   return Boolean(ctx.get('transfer-encoding')) || Number(ctx.get('content-length') || 0) > 0;
 }
 
-/** Only `application/json` bodies, parsed strictly (objects/arrays) within the route's size limit. */
+const parsed = () => Promise.resolve();
+
+/**
+ * Only `application/json` bodies, parsed strictly (objects/arrays) within the route's size limit. A step of
+ * a route's handler: koa-body's middleware is called with a `next` that does nothing.
+ */
 function jsonBody(limitKb: number) {
   const parse = koaBody({
     json: true,
@@ -71,17 +75,14 @@ function jsonBody(limitKb: number) {
       throw new AppError('invalid_request', 'The request body could not be read.');
     },
   });
-  return async (ctx: Context, next: Next) => {
-    if (!BODY_METHODS.has(ctx.method) || !hasBody(ctx)) {
-      await next();
-      return;
-    }
+  return async (ctx: Context): Promise<void> => {
+    if (!BODY_METHODS.has(ctx.method) || !hasBody(ctx)) return;
     if (!ctx.is('application/json'))
       throw new AppError(
         'unsupported_media_type',
         'Request bodies must be JSON sent with Content-Type: application/json.',
       );
-    await parse(ctx, next);
+    await parse(ctx, parsed);
   };
 }
 
@@ -131,20 +132,20 @@ function observe(metrics: Metrics, logger: Logger, usage: CallRecorder) {
   };
 }
 
-type Middleware = (ctx: Context, next: Next) => Promise<unknown>;
-
-/** One Koa route from its spec: validate → authorise → call the handler (one service call) → present. */
-function routeChain(spec: RouteSpec, deps: AppDeps, rateLimit: ReturnType<typeof rateLimitMiddleware>) {
-  const chain: Middleware[] = [
-    async (ctx, next) => {
-      ctx.state.route = spec.path;
-      await next();
-    },
-  ];
-  if (spec.auth !== 'none') chain.push(authMiddleware(spec.auth, deps.auth));
-  if (spec.auth === 'api_key') chain.push(rateLimit);
-  if (spec.body) chain.push(jsonBody(spec.bodyLimitKb ?? deps.bodyLimitKb));
-  chain.push(async (ctx) => {
+/**
+ * One Koa middleware per route, from its spec: name the route → authenticate → rate limit → read the body →
+ * validate → call the handler (one service call) → present. The steps are plain calls in one async
+ * function, not a chain of middlewares, so a request pays for the steps its route has and nothing else.
+ */
+function routeHandler(spec: RouteSpec, deps: AppDeps, rateLimit: ReturnType<typeof rateLimiter>) {
+  const authenticate = spec.auth === 'none' ? undefined : authenticator(spec.auth, deps.auth);
+  const limit = spec.auth === 'api_key' ? rateLimit : undefined;
+  const readBody = spec.body ? jsonBody(spec.bodyLimitKb ?? deps.bodyLimitKb) : undefined;
+  return async (ctx: Context): Promise<void> => {
+    ctx.state.route = spec.path;
+    if (authenticate) await authenticate(ctx);
+    if (limit) await limit(ctx);
+    if (readBody) await readBody(ctx);
     const input = {
       query: spec.query ? parseOrThrow(spec.query, ctx.query, 'query') : undefined,
       params: spec.params ? parseOrThrow(spec.params, ctx.params, 'path') : undefined,
@@ -155,23 +156,36 @@ function routeChain(spec: RouteSpec, deps: AppDeps, rateLimit: ReturnType<typeof
     if (result.headers) ctx.set(result.headers);
     ctx.body = result.body;
     if (result.contentType) ctx.type = result.contentType;
-  });
-  return chain;
+  };
+}
+
+/**
+ * Routes whose path has no parameter, by `METHOD path`: served without the router's walk over every
+ * route's pattern. Anything else (parameters, HEAD, a trailing slash, 404/405) goes on to the router.
+ */
+function staticRoutes(handlers: Map<string, (ctx: Context) => Promise<void>>) {
+  return (ctx: Context, next: Next) => {
+    const handler = handlers.get(`${ctx.method} ${ctx.path}`);
+    return handler ? handler(ctx) : next();
+  };
 }
 
 export function createApp(deps: AppDeps): Koa {
   const app = new Koa({ proxy: deps.trustProxy });
   const router = new Router();
-  const rateLimit = rateLimitMiddleware(new ReservingRateLimiter(deps.redis, deps.redisKeyPrefix));
-
-  for (const spec of deps.routes)
-    // Composed once here: the router would otherwise compose the route's layers on every request.
-    router[spec.method](koaPath(spec.path), compose(routeChain(spec, deps, rateLimit)));
+  const rateLimit = rateLimiter(new ReservingRateLimiter(deps.redis, deps.redisKeyPrefix));
+  const fixed = new Map<string, (ctx: Context) => Promise<void>>();
+  for (const spec of deps.routes) {
+    const handler = routeHandler(spec, deps, rateLimit);
+    router[spec.method](koaPath(spec.path), handler);
+    if (!spec.path.includes('{')) fixed.set(`${spec.method.toUpperCase()} ${spec.path}`, handler);
+  }
   registerDocs(router, buildOpenApiDocument(deps.routes, { version: deps.version }));
 
   app.use(requestIdMiddleware);
   app.use(observe(deps.metrics, deps.logger, deps.usage));
   app.use(errorMiddleware(deps.logger));
+  app.use(staticRoutes(fixed));
   app.use(router.routes());
   app.use(router.allowedMethods({ throw: true }));
   // Errors are all answered by errorMiddleware; Koa's default handler would print them to stderr.

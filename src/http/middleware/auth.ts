@@ -1,5 +1,5 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { Context, Next } from 'koa';
+import type { Context } from 'koa';
 import { AppError } from '../../platform/errors.js';
 import type { JwtVerifier } from '../jwt.js';
 import type { AuthScheme } from '../route.js';
@@ -37,12 +37,13 @@ export interface AuthDeps {
   keyAdminRole: string;
 }
 
-/** Sets ctx.state.apiKey / ctx.state.user / ctx.state.agent, or throws the matching problem. */
-export function authMiddleware(scheme: AuthScheme, deps: AuthDeps) {
-  return async (ctx: Context, next: Next) => {
+/**
+ * Sets ctx.state.apiKey / ctx.state.user / ctx.state.agent, or throws the matching problem. A step of a
+ * route's handler (src/http/app.ts), not a Koa middleware: it has no `next` to call.
+ */
+export function authenticator(scheme: Exclude<AuthScheme, 'none'>, deps: AuthDeps) {
+  return async (ctx: Context): Promise<void> => {
     switch (scheme) {
-      case 'none':
-        break;
       case 'agent': {
         const given = ctx.get('x-service-agent-key');
         if (!given || deps.agentKeys.length === 0 || !agentKeyMatches(given, deps.agentKeys))
@@ -72,6 +73,5 @@ export function authMiddleware(scheme: AuthScheme, deps: AuthDeps) {
         break;
       }
     }
-    await next();
   };
 }

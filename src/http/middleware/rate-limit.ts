@@ -1,4 +1,4 @@
-import type { Context, Next } from 'koa';
+import type { Context } from 'koa';
 import type { Redis } from 'ioredis';
 import { RateLimiterRedis } from 'rate-limiter-flexible';
 import { AppError } from '../../platform/errors.js';
@@ -134,12 +134,8 @@ export class ReservingRateLimiter {
  * `RateLimit-Policy: "default";q=600;w=60` and `RateLimit: "default";r=599;t=42`. Redis down → 503
  * (never unlimited).
  */
-export function rateLimitMiddleware(limiter: ReservingRateLimiter) {
-  return async (ctx: Context, next: Next) => {
-    const principal = apiKeyOf(ctx);
-    const quota = principal.rateLimitPerMin;
-    const taken = limiter.take(principal.keyId, quota);
-    const decision = taken instanceof Promise ? await taken : taken;
+export function rateLimiter(limiter: ReservingRateLimiter) {
+  const apply = (ctx: Context, quota: number, decision: RateDecision): void => {
     const resetS = Math.max(1, Math.ceil(decision.resetMs / 1000));
     const policy = `"default";q=${quota};w=60`;
     const state = `"default";r=${decision.remaining};t=${resetS}`;
@@ -149,6 +145,13 @@ export function rateLimitMiddleware(limiter: ReservingRateLimiter) {
       });
     ctx.set('RateLimit-Policy', policy);
     ctx.set('RateLimit', state);
-    await next();
+  };
+  /** A step of a route's handler (src/http/app.ts): synchronous while the key's reservation lasts. */
+  return (ctx: Context): void | Promise<void> => {
+    const principal = apiKeyOf(ctx);
+    const quota = principal.rateLimitPerMin;
+    const taken = limiter.take(principal.keyId, quota);
+    if (taken instanceof Promise) return taken.then((decision) => apply(ctx, quota, decision));
+    apply(ctx, quota, taken);
   };
 }
