@@ -82,6 +82,8 @@ case "$mode" in
   start)
     export DATABASE_URL="${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/riskwatch}"
     export RISKWATCH_HOST="${RISKWATCH_HOST:-127.0.0.1}"
+    # The API on every core (0 = one process per core), beside one process with the worker and scheduler.
+    export RISKWATCH_API_PROCESSES="${RISKWATCH_API_PROCESSES:-0}"
     port="${PORT:-8080}"
     if [ -z "${AGENT_KEYS:-}" ]; then
       AGENT_KEYS=$(node -p 'require("node:crypto").randomBytes(24).toString("hex")')

@@ -20,9 +20,9 @@ const IMPACT_FLUSH_MS = 2000;
 /**
  * The `api` role, the counterpart of workers/main.ts: which features' routes are served, over the services
  * of the runtime, by the HTTP toolkit of src/http. It serves every endpoint; work is enqueued, never done
- * inline.
+ * inline. `sharedPort`: one of several API processes of src/cluster.ts.
  */
-export async function startApi(rt: Runtime): Promise<Server> {
+export async function startApi(rt: Runtime, { sharedPort = false } = {}): Promise<Server> {
   const { config, logger, shutdown } = rt;
   const usage = new UsageRecorder(rt.redis, usageStreamKey(config.redis.key_prefix), logger);
   const health = new HealthService({
@@ -71,6 +71,7 @@ export async function startApi(rt: Runtime): Promise<Server> {
     host: config.server.host,
     port: config.server.port,
     shuttingDown: () => shutdown.shuttingDown,
+    sharedPort,
   });
   logger.info({ port: config.server.port }, 'api listening');
   shutdown.add('http', async () => {

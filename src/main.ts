@@ -4,6 +4,7 @@ import { startWorkers } from '../workers/main.js';
 import { startScheduler } from '../workers/scheduler.js';
 import { registerAccountCommands } from './accounts/cli.js';
 import { startApi } from './api.js';
+import { apiProcessCount, childRoles, reportReady, superviseCluster, type Role } from './cluster.js';
 import { loadConfig, type Config } from './config.js';
 import { applyMigrations, createMigration } from './db/migrate.js';
 import { registerListCommands } from './lists/cli.js';
@@ -14,21 +15,35 @@ import { connectOrm } from './db/orm.js';
 import { createRuntime, registerConnectionShutdown, VERSION } from './runtime.js';
 import { registerWatchlistCommands } from './watchlists/cli.js';
 
-type Role = 'api' | 'worker' | 'scheduler' | 'all';
-
 let cachedConfig: Readonly<Config> | undefined;
 const config = () => (cachedConfig ??= loadConfig());
 const print = (line: string) => process.stdout.write(`${line}\n`);
 
 async function runRoles(role: Role): Promise<void> {
-  const rt = await createRuntime(role, config());
-  const metricsServer = await rt.metrics.listen(rt.config.server.host, rt.config.server.metrics_port);
-  if (role === 'api' || role === 'all') await startApi(rt);
-  if (role === 'worker' || role === 'all') startWorkers(rt);
-  if (role === 'scheduler' || role === 'all') startScheduler(rt);
+  const cfg = config();
+  // A child of the supervisor runs the roles it was given; the supervisor serves /metrics for it.
+  const given = childRoles();
+  const processes = apiProcessCount(cfg.server.api_processes);
+  if (!given && (role === 'api' || role === 'all') && processes > 1)
+    return superviseCluster(
+      role,
+      processes,
+      cfg,
+      createLogger(cfg.log.level, { role: `${role}-supervisor` }),
+    );
+  const roles = given ?? (role === 'all' ? ['api', 'worker', 'scheduler'] : [role]);
+  const rt = await createRuntime(given ? roles.join('+') : role, cfg);
+  if (given) rt.metrics.reportToSupervisor();
+  else {
+    const metricsServer = await rt.metrics.listen(rt.config.server.host, rt.config.server.metrics_port);
+    rt.shutdown.add('metrics', () => new Promise((resolve) => metricsServer.close(resolve)));
+  }
+  if (roles.includes('api')) await startApi(rt, { sharedPort: !!given });
+  if (roles.includes('worker')) startWorkers(rt);
+  if (roles.includes('scheduler')) startScheduler(rt);
   registerConnectionShutdown(rt);
-  rt.shutdown.add('metrics', () => new Promise((resolve) => metricsServer.close(resolve)));
   rt.shutdown.listen();
+  reportReady();
 }
 
 const program = new Command()
@@ -41,7 +56,7 @@ for (const [role, text] of [
   ['api', 'serve the HTTP API'],
   ['worker', 'run the queue consumers and the usage drain'],
   ['scheduler', 'enqueue periodic jobs'],
-  ['all', 'api + worker + scheduler in one process'],
+  ['all', 'api + worker + scheduler (one process, or the API over server.api_processes)'],
 ] as const)
   program
     .command(role)

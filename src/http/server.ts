@@ -29,11 +29,25 @@ export interface HttpServer {
  */
 export async function serve(
   app: Koa,
-  { host, port, shuttingDown }: { host: string; port: number; shuttingDown: () => boolean },
+  {
+    host,
+    port,
+    shuttingDown,
+    sharedPort = false,
+  }: {
+    host: string;
+    port: number;
+    shuttingDown: () => boolean;
+    /**
+     * One of several API processes on this port (src/cluster.ts): each binds it itself with SO_REUSEPORT
+     * (`exclusive`: not through the cluster's primary), and the kernel spreads connections over them.
+     */
+    sharedPort?: boolean;
+  },
 ): Promise<HttpServer> {
   // requireHostHeader off: a missing Host is refused by the app as problem+json (see errorMiddleware).
   const server = createServer({ requireHostHeader: false }, app.callback());
-  server.listen(port, host);
+  server.listen(sharedPort ? { port, host, reusePort: true, exclusive: true } : { port, host });
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;
   server.requestTimeout = 30_000;

@@ -1,5 +1,5 @@
 import { createServer, type Server } from 'node:http';
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { AggregatorRegistry, collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 
 /** One registry per process: default process/Node metrics, HTTP metrics, build info. */
 export class Metrics {
@@ -32,6 +32,8 @@ export class Metrics {
       help: 'Build information; the value is always 1.',
       labelNames: ['version', 'release_id', 'role', 'node_version'],
       registers: [this.registry],
+      // Several API processes of one supervisor report the same series: still 1, not their number.
+      aggregator: 'max',
     }).set(
       {
         version: build.version,
@@ -53,6 +55,13 @@ export class Metrics {
     }
     child.count.inc();
     child.duration.observe(seconds);
+  }
+
+  /** In a child of the cluster supervisor (src/cluster.ts): it serves this registry, summed with the others'. */
+  reportToSupervisor(): void {
+    AggregatorRegistry.setRegistries([this.registry]);
+    // Constructing one is what installs prom-client's listener for the supervisor's requests.
+    new AggregatorRegistry();
   }
 
   /** Serves /metrics on its own port, so scraping never competes with (or is exposed as) the public API. */

@@ -5,6 +5,8 @@ import { bool, int, type EnvVars } from './config.js';
 export const serverSettings = z.object({
   host: z.string().min(1),
   port: int(0, 65535),
+  /** Processes serving the API port on this machine (src/cluster.ts); 0 = one per core. */
+  api_processes: int(0, 64),
   metrics_port: int(0, 65535),
   body_limit_kb: int(1, 10240),
   trust_proxy: bool,
@@ -32,6 +34,7 @@ export type LogSettings = z.infer<typeof logSettings>;
 export const PLATFORM_ENV_VARS: EnvVars = {
   RISKWATCH_HOST: 'server.host',
   PORT: 'server.port',
+  RISKWATCH_API_PROCESSES: 'server.api_processes',
   METRICS_PORT: 'server.metrics_port',
   RISKWATCH_BODY_LIMIT_KB: 'server.body_limit_kb',
   RISKWATCH_TRUST_PROXY: 'server.trust_proxy',

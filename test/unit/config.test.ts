@@ -41,6 +41,7 @@ describe('loadConfig', () => {
     expect(config.server).toEqual({
       host: '0.0.0.0',
       port: 8080,
+      api_processes: 1,
       metrics_port: 9464,
       body_limit_kb: 64,
       trust_proxy: false,

@@ -73,6 +73,7 @@ PORT: {{ .Values.containerPorts.http | int | quote }}
 METRICS_PORT: {{ .Values.containerPorts.metrics | int | quote }}
 LOG_LEVEL: {{ .Values.logLevel | quote }}
 RISKWATCH_TRUST_PROXY: {{ $c.trustProxy | quote }}
+RISKWATCH_API_PROCESSES: {{ $c.apiProcesses | int | quote }}
 RISKWATCH_BODY_LIMIT_KB: {{ $c.bodyLimitKb | int | quote }}
 RISKWATCH_SHUTDOWN_TIMEOUT_MS: {{ $c.shutdownTimeoutMs | int | quote }}
 DATABASE_POOL_MAX: {{ $c.databasePoolMax | int | quote }}
