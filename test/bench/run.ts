@@ -78,7 +78,7 @@
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { cpus, tmpdir } from 'node:os';
+import { availableParallelism, cpus, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Redis } from 'ioredis';
 import { PROJECT_ROOT } from '../../src/platform/paths.js';
@@ -247,16 +247,23 @@ function scenarios(f: Fixtures): Scenario[] {
   if (!ONLY?.length) return all;
   const unknown = ONLY.filter(
     (name) =>
-      name !== SCAN_COLD && name !== WATCHLISTS && name !== WEBHOOKS && !all.some((s) => s.name === name),
+      name !== SCAN_COLD &&
+      name !== SCALING &&
+      name !== WATCHLISTS &&
+      name !== WEBHOOKS &&
+      !all.some((s) => s.name === name),
   );
   if (unknown.length)
     throw new Error(
       `BENCH_ONLY names no scenario: ${unknown.join(', ')} ` +
-        `(known: ${[...all.map((s) => s.name), SCAN_COLD, WATCHLISTS, WEBHOOKS].join(', ')})`,
+        `(known: ${[...all.map((s) => s.name), SCAN_COLD, SCALING, WATCHLISTS, WEBHOOKS].join(', ')})`,
     );
-  // A scenario is measured with its floor.
-  const floors = all.filter((s) => ONLY.includes(s.name)).map((s) => s.floor);
-  return all.filter((s) => ONLY.includes(s.name) || floors.includes(s.name));
+  // api-scaling measures its scenarios, and a scenario is measured with its floor.
+  const chosen = all.filter(
+    (s) => ONLY.includes(s.name) || (ONLY.includes(SCALING) && SCALED.includes(s.name)),
+  );
+  const floors = chosen.map((s) => s.floor);
+  return all.filter((s) => chosen.includes(s) || floors.includes(s.name));
 }
 
 /** A concrete HTTP target: the baseline or a scenario on the running service. */
@@ -493,6 +500,82 @@ const failureOf = (phase: string, t: Target, s: RunStats) =>
     ? `${phase} ${t.name}: ${s.non2xx} non-2xx, ${s.errors} errors (${s.timeouts} timeouts)`
     : undefined;
 
+// ---- api scaling -----------------------------------------------------------------------------------
+
+/** The API on every core (server.api_processes = cores) against one process: selectable in BENCH_ONLY. */
+const SCALING = 'api-scaling';
+const RUN_SCALING = !ONLY?.length || ONLY.includes(SCALING);
+/** The scenarios measured on both. */
+const SCALED = ['public-impact', 'preflight-cached'];
+
+interface ScalingReport {
+  name: string;
+  processes: number;
+  single: { rps: number; p99: number };
+  multi: { rps: number; p99: number };
+  scaling: number;
+}
+
+/**
+ * A second `api` with RISKWATCH_API_PROCESSES set to the number of cores, beside the one-process API of the
+ * rounds (same database, Redis, worker): each scaled scenario alternates between the two for the rounds,
+ * and `scaling` is the median req/s of the many over the one. wrk's thread, PostgreSQL, Redis and the worker
+ * share those same cores, so on a 2-core machine the ceiling is well below 2.
+ */
+async function measureScaling(
+  env: Record<string, string>,
+  single: RunningService,
+  scaled: Target[],
+  failures: string[],
+): Promise<ScalingReport[]> {
+  const processes = availableParallelism();
+  log();
+  log(`api-scaling: ${processes} API processes (RISKWATCH_API_PROCESSES=${processes}) vs 1`);
+  const multi = await startService({ ...env, RISKWATCH_API_PROCESSES: String(processes) }, 'api');
+  children.add(multi.process);
+  try {
+    const reports: ScalingReport[] = [];
+    for (const t of scaled) {
+      const onMulti: Target = { ...t, pid: undefined, url: t.url.replace(single.baseUrl, multi.baseUrl) };
+      await probe(onMulti);
+      await measure(onMulti, SETTINGS.warmupS || 1);
+      const one: RunStats[] = [];
+      const many: RunStats[] = [];
+      for (let round = 1; round <= SETTINGS.rounds; round++) {
+        for (const [target, runs] of [
+          [t, one],
+          [onMulti, many],
+        ] as const) {
+          const r = await measure(target, SETTINGS.durationS);
+          runs.push(r);
+          const f = failureOf(`api-scaling round ${round}`, target, r);
+          if (f) failures.push(f);
+        }
+        log(
+          `round ${round}  ${t.name.padEnd(16)} 1 process ${one.at(-1)!.rps.toFixed(0).padStart(7)} req/s, ` +
+            `${processes} processes ${many.at(-1)!.rps.toFixed(0).padStart(7)} req/s`,
+        );
+      }
+      const med = (runs: RunStats[]) => ({
+        rps: median(runs.map((r) => r.rps)),
+        p99: median(runs.map((r) => r.p99)),
+      });
+      const report = { name: t.name, processes, single: med(one), multi: med(many), scaling: 0 };
+      report.scaling = report.multi.rps / report.single.rps;
+      reports.push(report);
+    }
+    for (const r of reports)
+      log(
+        `api-scaling ${r.name}: 1 process ${r.single.rps.toFixed(0)} req/s (p99 ${r.single.p99.toFixed(1)} ms), ` +
+          `${r.processes} processes ${r.multi.rps.toFixed(0)} req/s (p99 ${r.multi.p99.toFixed(1)} ms): ` +
+          `×${r.scaling.toFixed(2)}`,
+      );
+    return reports;
+  } finally {
+    log(`api-scaling: ${await stopChild(multi.process, 15_000)}`);
+  }
+}
+
 // ---- report ----------------------------------------------------------------------------------------
 
 interface TargetReport {
@@ -628,6 +711,9 @@ async function main(): Promise<number> {
     (needsSolana ? 120 : 0) +
     (RUN_WATCHLISTS ? WATCHLISTS_BUDGET_S : 0) +
     (RUN_WEBHOOKS ? 600 : 0) +
+    (RUN_SCALING
+      ? SCALED.length * (2 * SETTINGS.rounds * (SETTINGS.durationS + 5) + SETTINGS.warmupS + 30)
+      : 0) +
     240;
   const watchdog = setTimeout(() => {
     log(`bench: still running after ${budgetS} s; giving up`);
@@ -846,6 +932,14 @@ async function main(): Promise<number> {
         `service main-thread CPU ${c.median.serviceCpuMs?.toFixed(1) ?? '-'} ms per scan`,
     );
   }
+  const scaling = RUN_SCALING
+    ? await measureScaling(
+        serviceEnv,
+        svc,
+        targets.slice(1).filter((t) => SCALED.includes(t.name)),
+        failures,
+      )
+    : undefined;
   const watchlists = RUN_WATCHLISTS ? await runWatchlists(failures) : undefined;
   const webhooks = RUN_WEBHOOKS ? await benchWebhooks() : undefined;
   for (const f of failures) log(`ERROR ${f}`);
@@ -880,6 +974,7 @@ async function main(): Promise<number> {
               },
             }
           : {}),
+        ...(scaling ? { api_scaling: scaling } : {}),
         ...(watchlists ? { watchlists: { ...watchlists, failures: undefined } } : {}),
         ...(webhooks ? { webhooks } : {}),
         failures,

@@ -65,10 +65,30 @@ describe('ReservingRateLimiter (real Redis, replicas sharing one count)', () => 
         Array.from({ length: 500 }, () => Promise.resolve(limiter.take('key_busy', 1_000_000))),
       );
       expect(burst.every((d) => d.allowed)).toBe(true);
-      expect(calls()).toBe(10);
+      // 10 reservations of 50, and the refill ahead the last one asked for.
+      expect(calls()).toBe(11);
       const remaining = burst.map((d) => d.remaining).sort((x, y) => y - x);
       expect(remaining[0]).toBe(1_000_000 - 1);
       expect(remaining.at(-1)).toBe(1_000_000 - 500);
+    } finally {
+      client.disconnect();
+    }
+  });
+
+  it('refills a large quota ahead: a steady stream of calls is served from memory, never waiting on Redis', async () => {
+    const { client, calls } = await counting(new Redis(REDIS_URL));
+    try {
+      const limiter = new ReservingRateLimiter(client, prefix);
+      expect((await limiter.take('key_steady', 1_000_000)).allowed).toBe(true);
+      let waited = 0;
+      for (let i = 0; i < 300; i++) {
+        const decision = limiter.take('key_steady', 1_000_000);
+        if (decision instanceof Promise) waited++;
+        expect((await decision).allowed).toBe(true);
+        await new Promise((r) => setTimeout(r, 1)); // calls spread over time, as traffic is
+      }
+      expect(waited).toBe(0);
+      expect(calls()).toBeGreaterThanOrEqual(6); // the reservations were still asked for, 50 at a time
     } finally {
       client.disconnect();
     }
@@ -80,9 +100,10 @@ describe('ReservingRateLimiter (real Redis, replicas sharing one count)', () => 
     const other = new ReservingRateLimiter(redis, prefix);
     // b reserves 50 (count 50) and believes 9 980 are left.
     expect(await b.take('key_stale', quota)).toMatchObject({ allowed: true, remaining: quota - 1 });
-    // Meanwhile the same key under another quota (another entitlement) brings the count to 10 000.
-    for (let i = 0; i < 9_950; i++) expect((await other.take('key_stale', 1_000_000_000)).allowed).toBe(true);
-    // b serves its 49, then reserves 50 more on stale knowledge: Redis says 10 050; only 30 were left.
+    // Meanwhile the same key under another quota (another entitlement) brings the count to 10 000: 9 900
+    // calls, and the 50 its refill ahead holds.
+    for (let i = 0; i < 9_900; i++) expect((await other.take('key_stale', 1_000_000_000)).allowed).toBe(true);
+    // b serves its 49 and, half-way, reserves 50 more on stale knowledge: Redis says 10 050; only 30 were left.
     let allowed = 1;
     while ((await b.take('key_stale', quota)).allowed) allowed++;
     expect(allowed).toBe(1 + 49 + 30);

@@ -20,6 +20,8 @@ export interface RateDecision {
 interface Reservation {
   /** Points taken from Redis and not yet handed to a request. */
   left: number;
+  /** The size of the last reservation: a refill is asked for once fewer than half of it are left. */
+  size: number;
   /** What Redis said was left for everyone after the reservation. */
   redisRemaining: number;
   /** performance.now() when the Redis window (and with it the reservation) ends. */
@@ -30,6 +32,10 @@ interface Reservation {
 
 /** Calls counted per key and window in Redis; the quota is applied here, so a changed quota keeps the count. */
 const NO_LIMIT = 2 ** 31 - 1;
+/** Reservations this large are refilled ahead, in the background; smaller ones (small quotas) are not. */
+const REFILL_AHEAD_MIN = 10;
+/** Two answers of Redis whose window ends this close together are about the same window. */
+const SAME_WINDOW_MS = 1000;
 
 /**
  * Per-key fixed one-minute windows counted in Redis (rate-limiter-flexible's atomic INCRBY + TTL script),
@@ -38,12 +44,14 @@ const NO_LIMIT = 2 ** 31 - 1;
  * A replica does not ask Redis once per request: it reserves a few points at a time — 1 % of what Redis last
  * said was left in the window, between 1 and 50 — and hands them out from memory until they are used or
  * the window ends. Near the limit the reservations shrink to single points, so a small quota (3/min) is
- * counted call by call and a large one costs one Redis round trip per ≤ 50 calls. A reservation that
- * overshoots the limit is granted only up to the limit, so all replicas together never admit more than
- * the quota; what a replica holds unused when its traffic stops is at most 1 % of the remaining quota and
- * ends with the window. Concurrent requests of one key wait for one reservation instead of racing, and a
- * key Redis refused is refused from memory until its window ends (a fixed window cannot reopen earlier).
- * The count is per key whatever the quota: a quota lowered mid-window counts what was already used.
+ * counted call by call and a large one costs one Redis round trip per ≤ 50 calls. A reservation of 10 or
+ * more is refilled ahead: once fewer than half its points are left, the next one is asked for in the
+ * background, so a steady stream of calls never waits on Redis. A reservation that overshoots the limit is
+ * granted only up to the limit, so all replicas together never admit more than the quota; what a replica
+ * holds unused when its traffic stops is at most 1 % of the remaining quota (twice that with a refill in
+ * hand) and ends with the window. Concurrent requests of one key wait for one reservation instead of racing,
+ * and a key Redis refused is refused from memory until its window ends (a fixed window cannot reopen
+ * earlier). The count is per key whatever the quota: a quota lowered mid-window counts what was already used.
  * Redis unreachable → the error reaches every waiting request (503); only points already reserved are served.
  */
 export class ReservingRateLimiter {
@@ -72,6 +80,8 @@ export class ReservingRateLimiter {
       if (r.refused) return { allowed: false, remaining: 0, resetMs: r.resetAt - now };
       if (r.left > 0) {
         r.left--;
+        if (r.size >= REFILL_AHEAD_MIN && r.left < r.size / 2 && !this.pending.has(id))
+          this.refill(key, quota, id, r);
         return { allowed: true, remaining: r.redisRemaining + r.left, resetMs: r.resetAt - now };
       }
     }
@@ -89,7 +99,7 @@ export class ReservingRateLimiter {
       await waiting; // a failed reservation fails its waiters too: one Redis error, not one per request
       return this.take(key, quota);
     }
-    const fetching = this.fetch(key, quota, id, previous);
+    const fetching = this.fetch(key, quota, id, previous, true);
     this.pending.set(id, fetching);
     try {
       return await fetching;
@@ -98,11 +108,26 @@ export class ReservingRateLimiter {
     }
   }
 
+  /** The next reservation, asked for in the background; calls that run out meanwhile wait for it. */
+  private refill(key: string, quota: number, id: string, current: Reservation): void {
+    const fetching = this.fetch(key, quota, id, current, false);
+    this.pending.set(id, fetching);
+    fetching.then(
+      () => this.pending.delete(id),
+      () => this.pending.delete(id), // its waiters get the error; nobody else is waiting on it
+    );
+  }
+
+  /**
+   * Reserves points in Redis. With `forRequest`, one of them goes to the request asking; the rest join the
+   * key's reservation when Redis still counts the same window, or replace it when a new window began.
+   */
   private async fetch(
     key: string,
     quota: number,
     id: string,
     previous: Reservation | undefined,
+    forRequest: boolean,
   ): Promise<RateDecision> {
     const known = previous && previous.resetAt > performance.now() ? previous.redisRemaining : quota;
     const size = Math.max(1, Math.min(MAX_RESERVATION, Math.floor(known / RESERVATION_SHARE)));
@@ -111,15 +136,26 @@ export class ReservingRateLimiter {
     // Redis added `size` to the count; whatever went past the quota is not granted.
     const granted = Math.max(0, Math.min(size, quota - (res.consumedPoints - size)));
     const redisRemaining = Math.max(0, quota - res.consumedPoints);
+    const resetAt = now + res.msBeforeNext;
+    const mine = forRequest && granted > 0 ? 1 : 0;
     if (now >= this.nextSweep) this.sweep(now);
-    this.reservations.set(id, {
-      left: Math.max(0, granted - 1),
-      redisRemaining,
-      resetAt: now + res.msBeforeNext,
-      refused: granted === 0,
-    });
-    if (granted === 0) return { allowed: false, remaining: 0, resetMs: res.msBeforeNext };
-    return { allowed: true, remaining: redisRemaining + granted - 1, resetMs: res.msBeforeNext };
+    const current = this.reservations.get(id);
+    if (current && current.resetAt > now && Math.abs(current.resetAt - resetAt) < SAME_WINDOW_MS) {
+      current.left += granted - mine;
+      current.size = size;
+      current.redisRemaining = redisRemaining;
+      current.refused = current.left === 0 && granted === 0;
+    } else
+      this.reservations.set(id, {
+        left: granted - mine,
+        size,
+        redisRemaining,
+        resetAt,
+        refused: granted === 0,
+      });
+    const left = this.reservations.get(id)!.left;
+    if (forRequest && granted === 0) return { allowed: false, remaining: 0, resetMs: res.msBeforeNext };
+    return { allowed: true, remaining: redisRemaining + left, resetMs: res.msBeforeNext };
   }
 
   /** Forgets ended windows, at most once a minute. */
