@@ -10,7 +10,7 @@ import { registerDocs } from './docs.js';
 import { authenticator, type AuthDeps } from './middleware/auth.js';
 import { errorMiddleware } from './middleware/errors.js';
 import { rateLimiter, ReservingRateLimiter } from './middleware/rate-limit.js';
-import { requestIdMiddleware, requestLogFields } from './middleware/request-id.js';
+import { requestLogFields, startRequest } from './middleware/request-id.js';
 import { buildOpenApiDocument } from './openapi.js';
 import { koaPath, parseOrThrow, type RouteSpec } from './route.js';
 
@@ -91,43 +91,49 @@ const matchedRoute = (ctx: Context) =>
   (ctx as Context & { _matchedRoute?: string | RegExp })._matchedRoute?.toString().replace(/:(\w+)/g, '{$1}');
 
 /**
- * Metrics, the access log and the usage record of every response, in one layer outside the error handler
- * (so the final status is known): labels by route template (`unmatched` for unknown paths, so cardinality
- * stays bounded); 2xx/3xx are logged at debug, 4xx at info, 5xx at warn; API-key calls go to usage.
+ * The outermost middleware, one layer for what every request gets: its ids and common headers
+ * (startRequest), errors answered as problem+json (errorMiddleware), then — once the final status is
+ * known — metrics labelled by route template (`unmatched` for unknown paths, so cardinality stays bounded),
+ * the access log (2xx/3xx at debug, 4xx at info, 5xx at warn) and, for API-key calls, the usage record.
  */
-function observe(metrics: Metrics, logger: Logger, usage: CallRecorder) {
-  return async (ctx: Context, next: Next) => {
-    try {
-      await next();
-    } finally {
-      const seconds = (performance.now() - ctx.state.startedAt) / 1000;
-      const route = ctx.state.route ?? matchedRoute(ctx) ?? 'unmatched';
-      metrics.observeHttp(ctx.method, route, ctx.status, seconds);
-      const key = ctx.state.apiKey;
-      if (key)
-        usage.recordCall({
+function edge(metrics: Metrics, logger: Logger, usage: CallRecorder) {
+  const handleErrors = errorMiddleware(logger);
+  const finish = (ctx: Context) => {
+    const seconds = (performance.now() - ctx.state.startedAt) / 1000;
+    const route = ctx.state.route ?? matchedRoute(ctx) ?? 'unmatched';
+    metrics.observeHttp(ctx.method, route, ctx.status, seconds);
+    const key = ctx.state.apiKey;
+    if (key)
+      usage.recordCall({
+        method: ctx.method,
+        endpoint: route,
+        status: ctx.status,
+        latencyMs: seconds * 1000,
+        accountId: key.accountId,
+        apiKeyId: key.keyId,
+        apiKeyPrefix: key.keyPrefix,
+        requestId: ctx.state.requestId,
+      });
+    const level = ctx.status >= 500 ? 'warn' : ctx.status >= 400 ? 'info' : 'debug';
+    if (logger.isLevelEnabled(level))
+      logger[level](
+        {
+          ...requestLogFields(ctx),
           method: ctx.method,
-          endpoint: route,
+          route: ctx.state.route ?? null,
           status: ctx.status,
-          latencyMs: seconds * 1000,
-          accountId: key.accountId,
-          apiKeyId: key.keyId,
-          apiKeyPrefix: key.keyPrefix,
-          requestId: ctx.state.requestId,
-        });
-      const level = ctx.status >= 500 ? 'warn' : ctx.status >= 400 ? 'info' : 'debug';
-      if (logger.isLevelEnabled(level))
-        logger[level](
-          {
-            ...requestLogFields(ctx),
-            method: ctx.method,
-            route: ctx.state.route ?? null,
-            status: ctx.status,
-            latency_ms: Math.round(seconds * 1000),
-            account_id: ctx.state.apiKey?.accountId ?? ctx.state.user?.accountId ?? undefined,
-          },
-          'request',
-        );
+          latency_ms: Math.round(seconds * 1000),
+          account_id: ctx.state.apiKey?.accountId ?? ctx.state.user?.accountId ?? undefined,
+        },
+        'request',
+      );
+  };
+  return async (ctx: Context, next: Next) => {
+    startRequest(ctx);
+    try {
+      await handleErrors(ctx, next);
+    } finally {
+      finish(ctx);
     }
   };
 }
@@ -182,9 +188,7 @@ export function createApp(deps: AppDeps): Koa {
   }
   registerDocs(router, buildOpenApiDocument(deps.routes, { version: deps.version }));
 
-  app.use(requestIdMiddleware);
-  app.use(observe(deps.metrics, deps.logger, deps.usage));
-  app.use(errorMiddleware(deps.logger));
+  app.use(edge(deps.metrics, deps.logger, deps.usage));
   app.use(staticRoutes(fixed));
   app.use(router.routes());
   app.use(router.allowedMethods({ throw: true }));

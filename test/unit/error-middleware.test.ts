@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { JsonRpcClient } from '../../src/chains/jsonrpc.js';
 import { SOLANA_METHODS } from '../../src/chains/solana.js';
 import { errorMiddleware } from '../../src/http/middleware/errors.js';
-import { requestIdMiddleware } from '../../src/http/middleware/request-id.js';
+import { startRequest } from '../../src/http/middleware/request-id.js';
 import { JsonRpcStub } from '../support/jsonrpc-stub.js';
 import { capturingLogger } from '../support/logs.js';
 
@@ -38,7 +38,10 @@ describe('errorMiddleware: provider_unavailable', () => {
       retryAfterMaxMs: 60_000,
     });
     const app = new Koa();
-    app.use(requestIdMiddleware);
+    app.use((ctx, next) => {
+      startRequest(ctx);
+      return next();
+    });
     app.use(errorMiddleware(capturingLogger('warn').logger));
     app.use(async (ctx) => {
       ctx.body = { slot: await rpc.call('getSlot') };

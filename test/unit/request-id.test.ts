@@ -4,7 +4,7 @@ import Koa from 'koa';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { errorMiddleware } from '../../src/http/middleware/errors.js';
-import { requestIdMiddleware } from '../../src/http/middleware/request-id.js';
+import { startRequest } from '../../src/http/middleware/request-id.js';
 
 const SERVER_ID = /^req_[0-9a-f]{28}$/;
 
@@ -21,7 +21,10 @@ describe('request ids in error logs', () => {
     );
     const app = new Koa();
     app.silent = true;
-    app.use(requestIdMiddleware);
+    app.use((ctx, next) => {
+      startRequest(ctx);
+      return next();
+    });
     app.use(errorMiddleware(logger));
     app.use((ctx) => {
       if (ctx.path === '/bug') throw new Error('a bug');
