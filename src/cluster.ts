@@ -118,7 +118,11 @@ export async function superviseCluster(
 }
 
 /** `/metrics` of every child, summed (gauges as each metric's aggregator says), on the metrics port. */
-function listenMetrics(registry: AggregatorRegistry<PrometheusContentType>, host: string, port: number): Promise<Server> {
+function listenMetrics(
+  registry: AggregatorRegistry<PrometheusContentType>,
+  host: string,
+  port: number,
+): Promise<Server> {
   const server = createServer((req, res) => {
     if (req.method === 'GET' && req.url?.split('?')[0] === '/metrics') {
       registry

@@ -4,7 +4,7 @@ import { Migrator } from '@mikro-orm/migrations';
 import { AccountSchema, ApiKeySchema, EntitlementSchema } from '../accounts/entities.js';
 import { ImpactCounterSchema, ImpactSnapshotSchema } from '../impact/entities.js';
 import { ListEntrySchema, SanctionedAddressSchema } from '../lists/entities.js';
-import { UsageRecordSchema } from '../usage/entities.js';
+import { UsageRecordSchema, UsageRollupSchema } from '../usage/entities.js';
 import {
   WatchlistAlertSchema,
   WatchlistEntrySchema,
@@ -27,6 +27,7 @@ export const ENTITIES = [
   EntitlementSchema,
   ApiKeySchema,
   UsageRecordSchema,
+  UsageRollupSchema,
   ImpactCounterSchema,
   ImpactSnapshotSchema,
   SanctionedAddressSchema,

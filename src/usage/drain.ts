@@ -16,6 +16,9 @@ type StreamEntries = [id: string, fields: string[]][];
  * The worker side of usage recording: reads the Redis stream with a consumer group, inserts each batch
  * into PostgreSQL (idempotent on the usage id), then acknowledges and deletes it. A crash between insert
  * and ack replays the batch harmlessly; a dead consumer's unacknowledged entries are claimed by the next.
+ * The insert also adds the calls to the hour/day usage rollups: a statement trigger on usage_records
+ * (migration 20261124034559) counts only the rows the statement actually inserted, so a replayed batch
+ * counts nothing twice, and a call and its counts commit together.
  */
 export class UsageDrain {
   private stopping = false;

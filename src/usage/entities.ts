@@ -7,7 +7,13 @@ import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
 export const UsageRecordSchema = defineEntity({
   name: 'UsageRecord',
   tableName: 'usage_records',
-  indexes: [{ properties: ['accountId', 'at', 'id'] }],
+  // Pages newest first, unfiltered or filtered by status, endpoint or key, are each one index range.
+  indexes: [
+    { properties: ['accountId', 'at', 'id'] },
+    { properties: ['accountId', 'status', 'at', 'id'] },
+    { properties: ['accountId', 'endpoint', 'at', 'id'] },
+    { properties: ['accountId', 'apiKeyId', 'at', 'id'] },
+  ],
   properties: {
     id: p.string().length(40).primary(),
     accountId: p.string().length(40),
@@ -22,3 +28,35 @@ export const UsageRecordSchema = defineEntity({
   },
 });
 export type UsageRecord = InferEntity<typeof UsageRecordSchema>;
+
+/** The grains of usage rollups: hour buckets, and day buckets (UTC). */
+export const USAGE_GRAINS = ['hour', 'day'] as const;
+export type UsageGrain = (typeof USAGE_GRAINS)[number];
+
+/**
+ * The calls of one account in one hour or day (UTC), counted per combination of endpoint, status and key
+ * and per every coarser combination (a cube): `dims` says which of the three are concrete (1 endpoint,
+ * 2 status, 4 key); the others hold the wildcard ('' or 0). Any filter, and any breakdown the usage
+ * endpoint shows, is then one index range of rows per bucket, never a walk over the calls. Kept by the
+ * usage drain in the statement that stores the calls (only calls actually inserted are counted), built for
+ * existing calls by the migration that created it. `latencyHist` counts calls per latency bin (see
+ * src/usage/rollups.ts) for the p95.
+ */
+export const UsageRollupSchema = defineEntity({
+  name: 'UsageRollup',
+  tableName: 'usage_rollups',
+  properties: {
+    accountId: p.string().length(40).primary(),
+    grain: p.enum(USAGE_GRAINS).primary(),
+    dims: p.smallint().primary(),
+    start: p.datetime().primary(),
+    endpoint: p.string().length(200).primary(),
+    status: p.smallint().primary(),
+    apiKeyId: p.string().length(40).primary(),
+    calls: p.bigint('number'),
+    latencyMsSum: p.bigint('number'),
+    latencyMsMax: p.integer(),
+    latencyHist: p.array().columnType('int[]'),
+  },
+});
+export type UsageRollup = InferEntity<typeof UsageRollupSchema>;

@@ -53,8 +53,13 @@ export const usageBucketSchema = z.object({
   bucket_start: z.string(),
   total: z.int(),
   by_status: z.record(z.string(), z.int()),
-  latency_ms_avg: z.number(),
-  latency_ms_p95: z.number(),
+  latency_ms_avg: z.number().meta({ description: 'Mean latency of the calls (exact, rounded to the ms).' }),
+  latency_ms_p95: z.number().meta({
+    description:
+      '95th percentile latency, from a latency histogram: the upper bound of the bin holding the 95th ' +
+      'percentile call, capped by the slowest call of the bucket. Never below the exact value; exact under ' +
+      '10 ms, otherwise at most 20% above.',
+  }),
 });
 export type UsageBucketBody = z.infer<typeof usageBucketSchema>;
 

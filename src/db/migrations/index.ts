@@ -3,6 +3,7 @@ import { Migration20261122021342 } from './Migration20261122021342.js';
 import { Migration20261122032808 } from './Migration20261122032808.js';
 import { Migration20261124005653 } from './Migration20261124005653.js';
 import { Migration20261124013104 } from './Migration20261124013104.js';
+import { Migration20261124034559 } from './Migration20261124034559.js';
 
 /** Every committed migration, oldest first. Add each new one here. */
 export const migrations: MigrationObject[] = [
@@ -10,4 +11,5 @@ export const migrations: MigrationObject[] = [
   { name: 'Migration20261122032808', class: Migration20261122032808 },
   { name: 'Migration20261124005653', class: Migration20261124005653 },
   { name: 'Migration20261124013104', class: Migration20261124013104 },
+  { name: 'Migration20261124034559', class: Migration20261124034559 },
 ];
