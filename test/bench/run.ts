@@ -63,8 +63,10 @@
  *
  * Knobs (environment): BENCH_DURATION_S (10), BENCH_WARMUP_S (3), BENCH_ROUNDS (3), BENCH_CONNECTIONS
  * (50), BENCH_ONLY (comma-separated names among public-impact, usage-api-key, preflight-cached,
- * bare-koa-post, scan-cold, watchlists, webhooks; the baseline always runs, unless watchlists or webhooks
- * is the only name; `webhooks`: test/bench/webhooks.ts, 10,000 events to verifying receivers),
+ * bare-koa-post, scan-cold, usage-history, api-scaling, watchlists, webhooks; the baseline always runs,
+ * unless watchlists or webhooks is the only name; `webhooks`: test/bench/webhooks.ts, 10,000 events to
+ * verifying receivers; `usage-history`: test/bench/usage-history.ts and its BENCH_USAGE_* knobs;
+ * `api-scaling`: the API on every core against one process, on public-impact and preflight-cached),
  * BENCH_RPC_LATENCY_MS (50: per chain round trip during scan-cold), BENCH_WATCH_* (the watchlists
  * scenario's entries, latency, rate, concurrency, worker heap flags, ANALYZE, bulk paths and their cap:
  * test/bench/watchlists.ts), BENCH_OUT
@@ -96,6 +98,7 @@ import {
 import { measureColdScans, type ColdScanReport } from './cold-scan.js';
 import { runWatchlistsBench, type WatchlistsReport } from './watchlists.js';
 import { benchWebhooks } from './webhooks.js';
+import { benchUsageHistory } from './usage-history.js';
 import { ensureWrk, runWrk, stopWrk } from './wrk.js';
 
 type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
@@ -249,6 +252,7 @@ function scenarios(f: Fixtures): Scenario[] {
     (name) =>
       name !== SCAN_COLD &&
       name !== SCALING &&
+      name !== USAGE_HISTORY &&
       name !== WATCHLISTS &&
       name !== WEBHOOKS &&
       !all.some((s) => s.name === name),
@@ -256,7 +260,7 @@ function scenarios(f: Fixtures): Scenario[] {
   if (unknown.length)
     throw new Error(
       `BENCH_ONLY names no scenario: ${unknown.join(', ')} ` +
-        `(known: ${[...all.map((s) => s.name), SCAN_COLD, SCALING, WATCHLISTS, WEBHOOKS].join(', ')})`,
+        `(known: ${[...all.map((s) => s.name), SCAN_COLD, USAGE_HISTORY, SCALING, WATCHLISTS, WEBHOOKS].join(', ')})`,
     );
   // api-scaling measures its scenarios, and a scenario is measured with its floor.
   const chosen = all.filter(
@@ -502,6 +506,13 @@ const failureOf = (phase: string, t: Target, s: RunStats) =>
 
 // ---- api scaling -----------------------------------------------------------------------------------
 
+/**
+ * `GET /api/v1/usage` with a million calls in the account (test/bench/usage-history.ts: BENCH_USAGE_ROWS,
+ * seeded by SQL, each query shape under wrk -c10): selectable in BENCH_ONLY.
+ */
+const USAGE_HISTORY = 'usage-history';
+const RUN_USAGE_HISTORY = !ONLY?.length || ONLY.includes(USAGE_HISTORY);
+
 /** The API on every core (server.api_processes = cores) against one process: selectable in BENCH_ONLY. */
 const SCALING = 'api-scaling';
 const RUN_SCALING = !ONLY?.length || ONLY.includes(SCALING);
@@ -711,6 +722,7 @@ async function main(): Promise<number> {
     (needsSolana ? 120 : 0) +
     (RUN_WATCHLISTS ? WATCHLISTS_BUDGET_S : 0) +
     (RUN_WEBHOOKS ? 600 : 0) +
+    (RUN_USAGE_HISTORY ? 900 : 0) +
     (RUN_SCALING
       ? SCALED.length * (2 * SETTINGS.rounds * (SETTINGS.durationS + 5) + SETTINGS.warmupS + 30)
       : 0) +
@@ -932,6 +944,9 @@ async function main(): Promise<number> {
         `service main-thread CPU ${c.median.serviceCpuMs?.toFixed(1) ?? '-'} ms per scan`,
     );
   }
+  const usageHistory = RUN_USAGE_HISTORY
+    ? (log(), await benchUsageHistory({ env: serviceEnv, baseUrl: svc.baseUrl, log }))
+    : undefined;
   const scaling = RUN_SCALING
     ? await measureScaling(
         serviceEnv,
@@ -974,6 +989,7 @@ async function main(): Promise<number> {
               },
             }
           : {}),
+        ...(usageHistory ? { usage_history: usageHistory } : {}),
         ...(scaling ? { api_scaling: scaling } : {}),
         ...(watchlists ? { watchlists: { ...watchlists, failures: undefined } } : {}),
         ...(webhooks ? { webhooks } : {}),

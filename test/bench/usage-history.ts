@@ -20,7 +20,8 @@
  * trigger (what ships): calls stored per second, median of the rounds.
  *
  * Run alone: `npm run build && node dist/test/bench/usage-history.js` (BENCH_USAGE_ROWS=10000000 for the
- * large run; BENCH_USAGE_DRAIN=0 skips the drain part; BENCH_USAGE_KEEP_DB=1 keeps the seeded database).
+ * large run; BENCH_USAGE_DRAIN=0 skips the drain part; BENCH_USAGE_KEEP_DB=1 keeps the seeded database;
+ * BENCH_USAGE_API_PROCESSES=0 serves the API on every core). `npm run bench` runs it too (`usage-history`).
  */
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
@@ -335,7 +336,10 @@ export async function benchUsageDrain(
 
 if (process.argv[1] && import.meta.url === pathToFileURL(resolve(process.argv[1])).href) {
   const { env, dropDatabase } = await prepareEnv();
-  const api = await startService(env, 'api');
+  // BENCH_USAGE_API_PROCESSES: the api role on that many processes (0 = one per core; default 1).
+  const processes = process.env.BENCH_USAGE_API_PROCESSES ?? '1';
+  const api = await startService({ ...env, RISKWATCH_API_PROCESSES: processes }, 'api');
+  console.log(`api processes: ${processes === '0' ? 'one per core' : processes}`);
   let results: Record<string, unknown>;
   try {
     results = { 'usage-history': await benchUsageHistory({ env, baseUrl: api.baseUrl }) };
