@@ -160,8 +160,12 @@ function routeHandler(spec: RouteSpec, deps: AppDeps, rateLimit: ReturnType<type
     const result = await spec.handler(ctx, input);
     ctx.status = result.status ?? 200;
     if (result.headers) ctx.set(result.headers);
+    // A full media type, set as is: before a text body (JSON serialised ahead), so Koa does not guess a
+    // type from it; after an object, which Koa always marks as JSON.
+    const text = typeof result.body === 'string';
+    if (result.contentType && text) ctx.set('Content-Type', result.contentType);
     ctx.body = result.body;
-    if (result.contentType) ctx.type = result.contentType;
+    if (result.contentType && !text) ctx.set('Content-Type', result.contentType);
   };
 }
 
