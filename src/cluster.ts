@@ -1,9 +1,9 @@
 import cluster, { type Worker } from 'node:cluster';
-import { createServer, type Server } from 'node:http';
 import { availableParallelism } from 'node:os';
 import { AggregatorRegistry, type PrometheusContentType } from 'prom-client';
 import type { Config } from './config.js';
 import type { Logger } from './platform/logger.js';
+import { serveMetrics } from './platform/metrics.js';
 
 /**
  * The `api` role over several processes of one machine (`server.api_processes`, RISKWATCH_API_PROCESSES;
@@ -54,7 +54,13 @@ export async function superviseCluster(
     ...(role === 'all' ? ['worker,scheduler' as const] : []),
   ];
   const metrics = new AggregatorRegistry<PrometheusContentType>();
-  const metricsServer = await listenMetrics(metrics, config.server.host, config.server.metrics_port);
+  // `/metrics`: every child's, summed (gauges as each metric's aggregator says).
+  const metricsServer = await serveMetrics(
+    () => metrics.clusterMetrics(),
+    metrics.contentType,
+    config.server.host,
+    config.server.metrics_port,
+  );
   let stopping = false;
   let starting = wanted.length;
   const exited = new Set<Promise<void>>();
@@ -115,28 +121,4 @@ export async function superviseCluster(
   for (const signal of ['SIGTERM', 'SIGINT'] as const) process.once(signal, () => void stop(0));
 
   for (const roles of wanted) fork(roles);
-}
-
-/** `/metrics` of every child, summed (gauges as each metric's aggregator says), on the metrics port. */
-function listenMetrics(
-  registry: AggregatorRegistry<PrometheusContentType>,
-  host: string,
-  port: number,
-): Promise<Server> {
-  const server = createServer((req, res) => {
-    if (req.method === 'GET' && req.url?.split('?')[0] === '/metrics') {
-      registry
-        .clusterMetrics()
-        .then((text) => {
-          res.writeHead(200, { 'Content-Type': registry.contentType });
-          res.end(text);
-        })
-        .catch(() => {
-          res.writeHead(503, { 'Content-Type': 'text/plain' }).end('metrics unavailable\n');
-        });
-      return;
-    }
-    res.writeHead(404, { 'Content-Type': 'text/plain' }).end('see /metrics\n');
-  });
-  return new Promise((resolve) => server.listen(port, host, () => resolve(server)));
 }

@@ -66,21 +66,33 @@ export class Metrics {
 
   /** Serves /metrics on its own port, so scraping never competes with (or is exposed as) the public API. */
   listen(host: string, port: number): Promise<Server> {
-    const server = createServer((req, res) => {
-      if (req.method === 'GET' && req.url?.split('?')[0] === '/metrics') {
-        this.registry
-          .metrics()
-          .then((text) => {
-            res.writeHead(200, { 'Content-Type': this.registry.contentType });
-            res.end(text);
-          })
-          .catch(() => {
-            res.writeHead(500, { 'Content-Type': 'text/plain' }).end('metrics unavailable\n');
-          });
-        return;
-      }
-      res.writeHead(404, { 'Content-Type': 'text/plain' }).end('see /metrics\n');
-    });
-    return new Promise((resolve) => server.listen(port, host, () => resolve(server)));
+    return serveMetrics(() => this.registry.metrics(), this.registry.contentType, host, port);
   }
+}
+
+/**
+ * A listener of its own for `GET /metrics`, answered with `exposition()` (a 503 when it fails): the
+ * process's registry, or the cluster supervisor's sum of its children (src/cluster.ts).
+ */
+export function serveMetrics(
+  exposition: () => Promise<string>,
+  contentType: string,
+  host: string,
+  port: number,
+): Promise<Server> {
+  const server = createServer((req, res) => {
+    if (req.method === 'GET' && req.url?.split('?')[0] === '/metrics') {
+      exposition()
+        .then((text) => {
+          res.writeHead(200, { 'Content-Type': contentType });
+          res.end(text);
+        })
+        .catch(() => {
+          res.writeHead(503, { 'Content-Type': 'text/plain' }).end('metrics unavailable\n');
+        });
+      return;
+    }
+    res.writeHead(404, { 'Content-Type': 'text/plain' }).end('see /metrics\n');
+  });
+  return new Promise((resolve) => server.listen(port, host, () => resolve(server)));
 }
