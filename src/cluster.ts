@@ -1,4 +1,5 @@
 import cluster, { type Worker } from 'node:cluster';
+import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { AggregatorRegistry, type PrometheusContentType } from 'prom-client';
 import type { Config } from './config.js';
@@ -27,9 +28,42 @@ const RESTART_BACKOFF_MS = 1000;
 export type Role = 'api' | 'worker' | 'scheduler' | 'all';
 type ChildRoles = 'api' | 'worker,scheduler';
 
-/** How many processes serve the API: the setting, 0 meaning one per core. */
-export const apiProcessCount = (setting: number): number =>
-  setting === 0 ? availableParallelism() : setting;
+/**
+ * `0` (one per core) never starts more than this many: each process holds up to `database.pool_max`
+ * PostgreSQL connections, and on a large host one per core would exhaust PostgreSQL's (100 by default).
+ * An explicit number is taken as it is.
+ */
+export const AUTO_API_PROCESSES_MAX = 8;
+
+/** The CPUs a cgroup v2 quota allows (`cpu.max`: "quota period"), or undefined without one. */
+export function cgroupCpus(cpuMax: string | undefined): number | undefined {
+  const [quota, period] = (cpuMax ?? '').trim().split(/\s+/);
+  if (!quota || quota === 'max' || !period) return undefined;
+  const cpus = Number(quota) / Number(period);
+  return Number.isFinite(cpus) && cpus > 0 ? Math.max(1, Math.ceil(cpus)) : undefined;
+}
+
+const readCpuMax = (): string | undefined => {
+  try {
+    return readFileSync('/sys/fs/cgroup/cpu.max', 'utf8');
+  } catch {
+    return undefined;
+  }
+};
+
+/**
+ * How many processes serve the API: the setting, or for `0` one per core this process may use — the CPUs
+ * it may run on, fewer under a container's CPU limit (cgroup v2 `cpu.max`) — at most
+ * AUTO_API_PROCESSES_MAX.
+ */
+export function apiProcessCount(
+  setting: number,
+  cores = availableParallelism(),
+  cpuMax: string | undefined = readCpuMax(),
+): number {
+  if (setting !== 0) return setting;
+  return Math.min(cores, cgroupCpus(cpuMax) ?? cores, AUTO_API_PROCESSES_MAX);
+}
 
 /** In a child of the supervisor: the roles it was given. Outside a cluster: undefined. */
 export function childRoles(): ('api' | 'worker' | 'scheduler')[] | undefined {
