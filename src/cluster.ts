@@ -1,5 +1,6 @@
 import cluster, { type Worker } from 'node:cluster';
 import { readFileSync } from 'node:fs';
+import { createServer as createNetServer } from 'node:net';
 import { availableParallelism } from 'node:os';
 import { AggregatorRegistry, type PrometheusContentType } from 'prom-client';
 import type { Config } from './config.js';
@@ -12,18 +13,21 @@ import { serveMetrics } from './platform/metrics.js';
  *
  * The process started as `riskwatch api` (or `all`) becomes a supervisor: it forks the API processes (and,
  * for `all`, one process with the worker and scheduler roles), serves the Prometheus `/metrics` of all of
- * them summed (prom-client's AggregatorRegistry, over the cluster's IPC), restarts a child that dies, and on
- * SIGTERM/SIGINT stops them all gracefully. Each API process binds the API port itself with SO_REUSEPORT, so
- * the kernel spreads connections over them and no request passes through the supervisor.
+ * them (prom-client's AggregatorRegistry, over the cluster's IPC; each child's series labelled `process`),
+ * replaces a child that dies, and on SIGTERM/SIGINT stops them all gracefully. Each API process binds the
+ * API port itself with SO_REUSEPORT, so the kernel spreads connections over them and no request passes
+ * through the supervisor; the supervisor first checks that no other process holds the port.
  *
  * In Kubernetes the default stays 1 (one process per pod, scaled by replicas and the HPA); compose and
  * `deploy/local.sh` use every core.
  */
 
-/** Which roles a child runs, set by the supervisor in the child's environment. */
+/** Which roles a child runs, and its name (`api-0`, `worker`), set by the supervisor in its environment. */
 const CHILD_ROLES_ENV = 'RISKWATCH_CHILD_ROLES';
-/** A child that dies within this long of its start, before it was ready, fails the whole start. */
+const CHILD_NAME_ENV = 'RISKWATCH_CHILD_NAME';
+/** A replacement child starts this long after the one it replaces did, doubling while it fails. */
 const RESTART_BACKOFF_MS = 1000;
+const RESTART_MAX_MS = 30_000;
 
 export type Role = 'api' | 'worker' | 'scheduler' | 'all';
 type ChildRoles = 'api' | 'worker,scheduler';
@@ -65,15 +69,31 @@ export function apiProcessCount(
   return Math.min(cores, cgroupCpus(cpuMax) ?? cores, AUTO_API_PROCESSES_MAX);
 }
 
-/** In a child of the supervisor: the roles it was given. Outside a cluster: undefined. */
-export function childRoles(): ('api' | 'worker' | 'scheduler')[] | undefined {
+/** In a child of the supervisor: the roles it was given and its name. Outside a cluster: undefined. */
+export function childOfSupervisor(): { roles: ('api' | 'worker' | 'scheduler')[]; name: string } | undefined {
   if (!cluster.isWorker) return undefined;
-  return (process.env[CHILD_ROLES_ENV] ?? 'api').split(',') as ('api' | 'worker' | 'scheduler')[];
+  return {
+    roles: (process.env[CHILD_ROLES_ENV] ?? 'api').split(',') as ('api' | 'worker' | 'scheduler')[],
+    name: process.env[CHILD_NAME_ENV] ?? 'api',
+  };
 }
 
 /** A child tells the supervisor it has started (its HTTP port bound, its roles running). */
 export function reportReady(): void {
   if (cluster.isWorker) process.send?.({ riskwatch: 'ready' });
+}
+
+/**
+ * Fails when another process holds the port: the children bind it with SO_REUSEPORT, which would let a
+ * second riskwatch started with the same port share its connections instead of failing as it should.
+ */
+async function assertPortFree(host: string, port: number): Promise<void> {
+  const probe = createNetServer();
+  await new Promise<void>((resolve, reject) => {
+    probe.once('error', reject);
+    probe.listen({ host, port, exclusive: true }, () => resolve());
+  });
+  await new Promise((resolve) => probe.close(resolve));
 }
 
 /** Runs as the supervisor of `processes` API processes (plus the worker and scheduler roles for `all`). */
@@ -83,12 +103,14 @@ export async function superviseCluster(
   config: Readonly<Config>,
   logger: Logger,
 ): Promise<void> {
-  const wanted: ChildRoles[] = [
-    ...Array.from({ length: processes }, () => 'api' as const),
-    ...(role === 'all' ? ['worker,scheduler' as const] : []),
+  // One slot per child; a replacement takes its slot's name, so its metrics continue that series.
+  const slots: { name: string; roles: ChildRoles }[] = [
+    ...Array.from({ length: processes }, (_, i) => ({ name: `api-${i}`, roles: 'api' as const })),
+    ...(role === 'all' ? [{ name: 'worker', roles: 'worker,scheduler' as const }] : []),
   ];
+  await assertPortFree(config.server.host, config.server.port);
   const metrics = new AggregatorRegistry<PrometheusContentType>();
-  // `/metrics`: every child's, summed (gauges as each metric's aggregator says).
+  // `/metrics`: every child's series, labelled `process` by slot (see Metrics.reportToSupervisor).
   const metricsServer = await serveMetrics(
     () => metrics.clusterMetrics(),
     metrics.contentType,
@@ -96,17 +118,17 @@ export async function superviseCluster(
     config.server.metrics_port,
   );
   let stopping = false;
-  let starting = wanted.length;
+  let starting = slots.length;
   const exited = new Set<Promise<void>>();
 
-  const fork = (roles: ChildRoles): Worker => {
-    const child = cluster.fork({ [CHILD_ROLES_ENV]: roles });
+  const fork = (slot: (typeof slots)[number], restarts: number): Worker => {
+    const child = cluster.fork({ [CHILD_ROLES_ENV]: slot.roles, [CHILD_NAME_ENV]: slot.name });
     const startedAt = Date.now();
     let ready = false;
     child.on('message', (msg: { riskwatch?: string }) => {
       if (msg?.riskwatch !== 'ready' || ready) return;
       ready = true;
-      if (--starting === 0)
+      if (restarts === 0 && --starting === 0)
         logger.info({ api_processes: processes, port: config.server.port }, 'api listening');
     });
     const gone = new Promise<void>((resolve) =>
@@ -114,21 +136,24 @@ export async function superviseCluster(
         exited.delete(gone);
         resolve();
         if (stopping) return;
-        if (!ready) {
+        if (!ready && restarts === 0) {
           // It never started (port taken, bad config…): so would the next one. Stop everything.
-          logger.error({ roles, code, signal }, 'a child process failed to start; stopping');
+          logger.error({ process: slot.name, code, signal }, 'a child process failed to start; stopping');
           void stop(1);
           return;
         }
+        // A replacement that fails to start (a database blip) is tried again, less and less often.
+        const next = ready ? 0 : restarts;
+        const waitMs = Math.min(RESTART_MAX_MS, RESTART_BACKOFF_MS * 2 ** next);
         logger.warn(
-          { roles, code, signal, pid: child.process.pid },
+          { process: slot.name, code, signal, pid: child.process.pid, retry_in_ms: waitMs },
           'a child process died; starting another',
         );
         setTimeout(
           () => {
-            if (!stopping) fork(roles);
+            if (!stopping) fork(slot, next + 1);
           },
-          Math.max(0, RESTART_BACKOFF_MS - (Date.now() - startedAt)),
+          Math.max(0, waitMs - (Date.now() - startedAt)),
         );
       }),
     );
@@ -154,5 +179,5 @@ export async function superviseCluster(
   };
   for (const signal of ['SIGTERM', 'SIGINT'] as const) process.once(signal, () => void stop(0));
 
-  for (const roles of wanted) fork(roles);
+  for (const slot of slots) fork(slot, 0);
 }

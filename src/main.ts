@@ -4,7 +4,7 @@ import { startWorkers } from '../workers/main.js';
 import { startScheduler } from '../workers/scheduler.js';
 import { registerAccountCommands } from './accounts/cli.js';
 import { startApi } from './api.js';
-import { apiProcessCount, childRoles, reportReady, superviseCluster, type Role } from './cluster.js';
+import { apiProcessCount, childOfSupervisor, reportReady, superviseCluster, type Role } from './cluster.js';
 import { loadConfig, type Config } from './config.js';
 import { applyMigrations, createMigration } from './db/migrate.js';
 import { registerListCommands } from './lists/cli.js';
@@ -22,7 +22,7 @@ const print = (line: string) => process.stdout.write(`${line}\n`);
 async function runRoles(role: Role): Promise<void> {
   const cfg = config();
   // A child of the supervisor runs the roles it was given; the supervisor serves /metrics for it.
-  const given = childRoles();
+  const given = childOfSupervisor();
   const processes = apiProcessCount(cfg.server.api_processes);
   if (!given && (role === 'api' || role === 'all') && processes > 1)
     return superviseCluster(
@@ -31,9 +31,9 @@ async function runRoles(role: Role): Promise<void> {
       cfg,
       createLogger(cfg.log.level, { role: `${role}-supervisor` }),
     );
-  const roles = given ?? (role === 'all' ? ['api', 'worker', 'scheduler'] : [role]);
+  const roles = given?.roles ?? (role === 'all' ? ['api', 'worker', 'scheduler'] : [role]);
   const rt = await createRuntime(given ? roles.join('+') : role, cfg);
-  if (given) rt.metrics.reportToSupervisor();
+  if (given) rt.metrics.reportToSupervisor(given.name);
   else {
     const metricsServer = await rt.metrics.listen(rt.config.server.host, rt.config.server.metrics_port);
     rt.shutdown.add('metrics', () => new Promise((resolve) => metricsServer.close(resolve)));

@@ -56,8 +56,6 @@ export class RpcMetrics {
       help: 'Whether the circuit of a node provider URL is open or half-open (1) or closed (0).',
       labelNames: ['provider'],
       registers: [registry],
-      // Several API processes each keep a circuit per URL: open in any of them reads as open.
-      aggregator: 'max',
     });
   }
 }

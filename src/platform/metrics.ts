@@ -32,8 +32,6 @@ export class Metrics {
       help: 'Build information; the value is always 1.',
       labelNames: ['version', 'release_id', 'role', 'node_version'],
       registers: [this.registry],
-      // Several API processes of one supervisor report the same series: still 1, not their number.
-      aggregator: 'max',
     }).set(
       {
         version: build.version,
@@ -57,8 +55,14 @@ export class Metrics {
     child.duration.observe(seconds);
   }
 
-  /** In a child of the cluster supervisor (src/cluster.ts): it serves this registry, summed with the others'. */
-  reportToSupervisor(): void {
+  /**
+   * In a child of the cluster supervisor (src/cluster.ts): the supervisor serves this registry beside the
+   * other children's, every series labelled `process` with the child's name (`api-0`, `worker`). Per
+   * process, not summed: a replaced child restarts its own counters at 0, which Prometheus reads as the
+   * reset it is, where a sum would go backwards.
+   */
+  reportToSupervisor(name: string): void {
+    this.registry.setDefaultLabels({ process: name });
     AggregatorRegistry.setRegistries([this.registry]);
     // Constructing one is what installs prom-client's listener for the supervisor's requests.
     new AggregatorRegistry();

@@ -79,6 +79,11 @@ export const floorTo = (grain: Grain, t: Date): Date =>
 export const ceilTo = (grain: Grain, t: Date): Date =>
   new Date(Math.ceil(t.getTime() / MS[grain]) * MS[grain]);
 
+/** The last instant the API accepts (9999-12-31, UTC): no bound sent to PostgreSQL may pass it. */
+const LAST_MS = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
+/** `t` rounded up to the grain would be past LAST_MS: that end is counted from finer sources. */
+const pastLast = (t: Date | undefined) => t !== undefined && t.getTime() > LAST_MS;
+
 const finer = (source: Source): Source | undefined =>
   source === 'day' ? 'hour' : source === 'hour' ? 'raw' : undefined;
 
@@ -94,8 +99,8 @@ export function decompose(span: Span, coarsest: Source = 'day'): Segment[] {
   if (coarsest === 'raw') return [{ source: 'raw', from, to }];
   const start = from && ceilTo(coarsest, from);
   const end = to && floorTo(coarsest, to);
-  // No whole unit inside: the finer sources cover it all.
-  if (start && end && start >= end) return decompose(span, finer(coarsest));
+  // No whole unit inside (or none before year 10000): the finer sources cover it all.
+  if ((start && end && start >= end) || pastLast(start)) return decompose(span, finer(coarsest));
   const segments: Segment[] = [];
   if (from && start && from < start) segments.push(...decompose({ from, to: start }, finer(coarsest)));
   segments.push({ source: coarsest, from: start, to: end });
@@ -130,8 +135,9 @@ export function bucketPlan(span: Span, grain: Grain): BucketPlan {
   const sub = finer(grain)!;
   const start = from && ceilTo(grain, from);
   const end = to && floorTo(grain, to);
-  if (from && to && start! > end!)
-    return { older: { start: floorTo(grain, from), segments: decompose(span, sub) } };
+  // The range lies inside one bucket (also when its end would round up past year 9999).
+  if ((from && to && start! > end!) || pastLast(start))
+    return { older: { start: floorTo(grain, from!), segments: decompose(span, sub) } };
   const plan: BucketPlan = {};
   if (!(start && end && start >= end)) plan.whole = { from: start, to: end };
   if (to && end && end < to) plan.newer = { start: end, segments: decompose({ from: end, to }, sub) };

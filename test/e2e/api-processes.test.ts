@@ -1,9 +1,16 @@
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createCustomer, type TestCustomer } from '../support/customers.js';
 import { parseSamples, promtoolCheck, UPSTREAM_LINT } from '../support/prometheus.js';
-import { prepareEnv, startService, type RunningService, type TestEnv } from '../support/service.js';
+import {
+  freePort,
+  MAIN,
+  prepareEnv,
+  startService,
+  type RunningService,
+  type TestEnv,
+} from '../support/service.js';
 
 /**
  * `server.api_processes` (RISKWATCH_API_PROCESSES): the api role on several processes of one machine. The
@@ -70,10 +77,31 @@ describe('the api role on several processes', () => {
     const { code, lines } = await promtoolCheck(text);
     expect(lines.filter((l) => !UPSTREAM_LINT.has(l))).toEqual([]);
     expect([0, 3]).toContain(code); // 3: only the tolerated lint findings
-    // One build, whatever the number of processes reporting it.
+    // Each child's series apart, named by its slot: a replaced child's counters restart as a reset of
+    // their own series (what Prometheus expects), not as a sum going backwards.
     const builds = parseSamples(text).filter((s) => s.name === 'riskwatch_build_info');
-    expect(builds.length).toBeGreaterThan(0);
+    expect(builds.map((b) => b.labels.process).sort()).toEqual(['api-0', 'api-1', 'worker']);
     for (const b of builds) expect(b.value).toBe(1);
+  });
+
+  it('refuses to share its port with a second instance (SO_REUSEPORT would let it)', async () => {
+    const port = new URL(svc.baseUrl).port;
+    const second = spawn(process.execPath, [MAIN, 'api'], {
+      env: {
+        ...process.env,
+        ...env.env,
+        PORT: port,
+        METRICS_PORT: String(await freePort()),
+        RISKWATCH_HOST: '127.0.0.1',
+        RISKWATCH_API_PROCESSES: '2',
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    second.stderr.on('data', (d: Buffer) => (out += d.toString()));
+    const code = await new Promise<number | null>((resolve) => second.once('exit', resolve));
+    expect(code).not.toBe(0);
+    expect(out).toMatch(/EADDRINUSE/);
   });
 
   it('records API-key calls through the worker process (usage)', async () => {

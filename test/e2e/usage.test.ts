@@ -364,6 +364,16 @@ describe('GET /api/v1/usage', () => {
     );
   });
 
+  it('answers ranges that start late on 9999-12-31, the last day it accepts', async () => {
+    const key = acme.keys.observer!;
+    for (const from of ['9999-12-31T12:00:00Z', '9999-12-31T23:30:00Z'])
+      for (const extra of [{}, { group_by: 'hour' }, { group_by: 'day' }] as Record<string, string>[]) {
+        const page = await usage(svc, key, { from, ...extra });
+        expect(page.summary.total).toBe(0);
+        expect(page.data).toEqual([]);
+      }
+  });
+
   it('refuses invalid cursors, limits and unknown parameters with 400 problem+json', async () => {
     const key = acme.keys.observer!;
     const badCursors = [

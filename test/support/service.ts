@@ -5,7 +5,7 @@ import { promisify } from 'node:util';
 import { PROJECT_ROOT } from '../../src/platform/paths.js';
 import { createTestDatabase, REDIS_URL, testRedisPrefix } from './env.js';
 
-const MAIN = join(PROJECT_ROOT, 'dist', 'src', 'main.js');
+export const MAIN = join(PROJECT_ROOT, 'dist', 'src', 'main.js');
 const run = promisify(execFile);
 
 export async function freePort(): Promise<number> {

@@ -97,6 +97,25 @@ describe('range decomposition', () => {
     ]);
   });
 
+  it('never sends PostgreSQL a bound past year 9999, however late in 9999-12-31 the range starts', () => {
+    const last = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
+    const within = (d?: Date) => d === undefined || d.getTime() <= last;
+    for (const from of ['9999-12-31T12:00:00Z', '9999-12-31T23:30:00Z', '9999-12-31T23:59:59.999Z']) {
+      const span = { from: t(from) };
+      expect(decompose(span).every((seg) => within(seg.from) && within(seg.to))).toBe(true);
+      for (const grain of ['hour', 'day'] as const) {
+        const plan = bucketPlan(span, grain);
+        const segments = [plan.older, plan.newer].flatMap((edge) => edge?.segments ?? []);
+        expect(segments.length > 0 || plan.whole !== undefined).toBe(true);
+        expect(segments.every((seg) => within(seg.from) && within(seg.to))).toBe(true);
+        expect(within(plan.whole?.from) && within(plan.whole?.to)).toBe(true);
+      }
+    }
+    expect(show(decompose({ from: t('9999-12-31T23:30:00Z') }))).toEqual([
+      ['raw', '9999-12-31T23:30:00.000Z', undefined],
+    ]);
+  });
+
   it('splits unaligned ends into raw partial hours and hour rollups around whole days', () => {
     expect(show(decompose({ from: t('2026-03-01T10:30:00Z'), to: t('2026-03-04T05:15:00Z') }))).toEqual([
       ['raw', '2026-03-01T10:30:00.000Z', '2026-03-01T11:00:00.000Z'],
