@@ -100,6 +100,7 @@ import { runWatchlistsBench, type WatchlistsReport } from './watchlists.js';
 import { benchWebhooks } from './webhooks.js';
 import { benchUsageHistory } from './usage-history.js';
 import { ensureWrk, runWrk, stopWrk } from './wrk.js';
+import { intEnv } from './env.js';
 
 type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
@@ -177,21 +178,7 @@ async function watchlistsAlone(): Promise<number> {
   const watchlists = await runWatchlists(failures);
   for (const f of failures) log(`ERROR ${f}`);
   const ok = failures.length === 0;
-  writeFileSync(
-    OUT,
-    `${JSON.stringify(
-      {
-        generated_at: new Date().toISOString(),
-        ok,
-        machine: { node: process.version, cpus: cpus().length, cpu_model: cpus()[0]?.model.trim() },
-        watchlists: { ...watchlists, failures: undefined },
-        failures,
-      },
-      null,
-      2,
-    )}\n`,
-  );
-  log(`results: ${OUT}`);
+  writeResults({ ok, watchlists: { ...watchlists, failures: undefined }, failures });
   return ok ? 0 : 1;
 }
 
@@ -205,11 +192,7 @@ const ONLY_WEBHOOKS = !!ONLY?.length && ONLY.every((name) => name === WEBHOOKS);
 /** BENCH_ONLY=webhooks: just that, and its results in BENCH_OUT. */
 async function webhooksAlone(): Promise<number> {
   const webhooks = await benchWebhooks();
-  writeFileSync(
-    OUT,
-    `${JSON.stringify({ generated_at: new Date().toISOString(), ok: true, webhooks }, null, 2)}\n`,
-  );
-  log(`results: ${OUT}`);
+  writeResults({ ok: true, webhooks });
   return 0;
 }
 
@@ -296,15 +279,6 @@ interface RunStats {
   timeouts: number;
 }
 
-function intEnv(name: string, fallback: number, min: number, max: number): number {
-  const raw = process.env[name];
-  if (!raw) return fallback;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < min || n > max)
-    throw new Error(`${name} must be a whole number in ${min}..${max} (got "${raw}")`);
-  return n;
-}
-
 const SETTINGS = {
   durationS: intEnv('BENCH_DURATION_S', 10, 1, 120),
   warmupS: intEnv('BENCH_WARMUP_S', 3, 0, 60),
@@ -354,6 +328,14 @@ const redactHeaders = (headers: Record<string, string>) =>
   Object.fromEntries(
     Object.entries(headers).map(([k, v]) => [k, SECRET_HEADERS.has(k.toLowerCase()) ? '[redacted]' : v]),
   );
+
+/** The results JSON at BENCH_OUT, with the time and the machine; says where it is. */
+function writeResults(results: Record<string, unknown>): void {
+  const machine = { node: process.version, cpus: cpus().length, cpu_model: cpus()[0]?.model.trim() };
+  const body = { generated_at: new Date().toISOString(), machine, ...results };
+  writeFileSync(OUT, `${JSON.stringify(body, null, 2)}\n`);
+  log(`results: ${OUT}`);
+}
 
 // ---- child processes -------------------------------------------------------------------------------
 
@@ -960,46 +942,35 @@ async function main(): Promise<number> {
   for (const f of failures) log(`ERROR ${f}`);
 
   const ok = failures.length === 0;
-  writeFileSync(
-    OUT,
-    `${JSON.stringify(
-      {
-        generated_at: new Date().toISOString(),
-        ok,
-        machine: { node: process.version, cpus: cpus().length, cpu_model: cpus()[0]?.model.trim() },
-        settings: {
-          ...SETTINGS,
-          load_generator: `${wrkVersion}, one thread`,
-          rps: 'requests ÷ run duration',
-          latency: 'ms, every response',
-        },
-        order:
-          'per round: baseline, then each scenario; medians over rounds; then scan-cold, then watchlists',
-        targets: reports.map((r, i) => ({
-          ...r,
-          headers: redactHeaders(targets[i]!.headers),
-        })),
-        ...(coldScan
-          ? {
-              scan_cold: {
-                request: 'POST /api/v1/scan/token, sequential, each mint never scanned before',
-                warm_up: 'usdc (untimed, not counted)',
-                ...coldScan,
-                failures: undefined,
-              },
-            }
-          : {}),
-        ...(usageHistory ? { usage_history: usageHistory } : {}),
-        ...(scaling ? { api_scaling: scaling } : {}),
-        ...(watchlists ? { watchlists: { ...watchlists, failures: undefined } } : {}),
-        ...(webhooks ? { webhooks } : {}),
-        failures,
-      },
-      null,
-      2,
-    )}\n`,
-  );
-  log(`results: ${OUT}`);
+  writeResults({
+    ok,
+    settings: {
+      ...SETTINGS,
+      load_generator: `${wrkVersion}, one thread`,
+      rps: 'requests ÷ run duration',
+      latency: 'ms, every response',
+    },
+    order: 'per round: baseline, then each scenario; medians over rounds; then scan-cold, then watchlists',
+    targets: reports.map((r, i) => ({
+      ...r,
+      headers: redactHeaders(targets[i]!.headers),
+    })),
+    ...(coldScan
+      ? {
+          scan_cold: {
+            request: 'POST /api/v1/scan/token, sequential, each mint never scanned before',
+            warm_up: 'usdc (untimed, not counted)',
+            ...coldScan,
+            failures: undefined,
+          },
+        }
+      : {}),
+    ...(usageHistory ? { usage_history: usageHistory } : {}),
+    ...(scaling ? { api_scaling: scaling } : {}),
+    ...(watchlists ? { watchlists: { ...watchlists, failures: undefined } } : {}),
+    ...(webhooks ? { webhooks } : {}),
+    failures,
+  });
   if (CPU_PROF_DIR) log(`cpu profiles of the service: ${CPU_PROF_DIR} (written when it stops)`);
   return ok ? 0 : 1;
 }

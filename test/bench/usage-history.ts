@@ -39,6 +39,7 @@ import type { UsageBody } from '../../src/usage/schemas.js';
 import { createCustomer } from '../support/customers.js';
 import { REDIS_URL } from '../support/env.js';
 import { prepareEnv, startService } from '../support/service.js';
+import { intEnv } from './env.js';
 import { ensureWrk, runWrk, type WrkResult } from './wrk.js';
 
 export interface UsageHistoryBenchOptions {
@@ -154,9 +155,9 @@ async function sizes(db: pg.Client) {
 /** `GET /api/v1/usage` under load for each query shape, over a seeded history. */
 export async function benchUsageHistory(opts: UsageHistoryBenchOptions): Promise<UsageHistoryBenchResult> {
   const log = opts.log ?? ((line = '') => console.log(line));
-  const rows = opts.rows ?? Number(process.env.BENCH_USAGE_ROWS ?? 1_000_000);
-  const durationS = opts.seconds ?? Number(process.env.BENCH_USAGE_S ?? 8);
-  const connections = opts.connections ?? Number(process.env.BENCH_USAGE_CONNECTIONS ?? 10);
+  const rows = opts.rows ?? intEnv('BENCH_USAGE_ROWS', 1_000_000, 1000, 100_000_000);
+  const durationS = opts.seconds ?? intEnv('BENCH_USAGE_S', 8, 1, 120);
+  const connections = opts.connections ?? intEnv('BENCH_USAGE_CONNECTIONS', 10, 1, 1000);
   log(`usage-history: ${rows.toLocaleString('en-US')} calls in one account over 90 days (${ensureWrk(log)})`);
 
   const customer = await createCustomer(opts.env, 'usage-bench', ['k0', 'k1', 'k2'], {
@@ -272,7 +273,7 @@ export interface UsageDrainBenchResult {
 export async function benchUsageDrain(
   log: (line?: string) => void = console.log,
 ): Promise<UsageDrainBenchResult> {
-  const rounds = Number(process.env.BENCH_USAGE_DRAIN_ROUNDS ?? 10);
+  const rounds = intEnv('BENCH_USAGE_DRAIN_ROUNDS', 10, 1, 100);
   const { env, dropDatabase } = await prepareEnv();
   const orm = await connectOrm(env.DATABASE_URL!);
   const redis = new Redis(REDIS_URL);

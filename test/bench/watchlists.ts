@@ -54,10 +54,11 @@ import { JobQueues, type ScanMode } from '../../src/jobs/queues.js';
 import { newId } from '../../src/platform/ids.js';
 import { PROJECT_ROOT } from '../../src/platform/paths.js';
 import { REDIS_URL } from '../support/env.js';
-import { cli, prepareEnv, startService, type RunningService } from '../support/service.js';
+import { cli, MAIN, prepareEnv, startService, type RunningService } from '../support/service.js';
 import { SolanaTestChain, SYSTEM_PROGRAM } from '../support/solana/chain.js';
 import { startSolanaFacade, type SolanaFacade } from '../support/solana/facade.js';
 import { transferSol } from '../support/solana/token.js';
+import { intEnv } from './env.js';
 
 export interface WatchlistsBenchOptions {
   log: (line?: string) => void;
@@ -191,16 +192,6 @@ const SQL_BATCH = 10_000;
 const API_BATCH = 10_000;
 const MAX_RSS_MB = 512;
 const POLL_MS = 250;
-const MAIN = join(PROJECT_ROOT, 'dist', 'src', 'main.js');
-
-function intEnv(name: string, fallback: number, min: number, max: number): number {
-  const raw = process.env[name];
-  if (!raw) return fallback;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < min || n > max)
-    throw new Error(`${name} must be a whole number in ${min}..${max} (got "${raw}")`);
-  return n;
-}
 
 const SETTINGS = {
   entries: intEnv('BENCH_WATCH_ENTRIES', 100_000, 1000, 1_000_000),
