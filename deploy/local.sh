@@ -10,6 +10,8 @@
 # RISKWATCH_CONFIG), it starts the demo chain (demo/main.ts: solana/demo and ethereum/demo on loopback) with
 # the service and stops it with the service; RISKWATCH_DEMO=0 turns it off, =1 forces it. When no JWT key is
 # configured, it makes up an HS256 secret for this run and bootstrap prints a short-lived demo token.
+# Webhook signing secrets are stored encrypted: unless RISKWATCH_SECRETS_KEY is set, the key is made once and
+# kept in ${RISKWATCH_STATE_DIR:-~/.local/share/riskwatch}/secrets.key (0600), so secrets survive restarts.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mode="${1:-start}"
@@ -88,6 +90,17 @@ case "$mode" in
     if [ -z "${AGENT_KEYS:-}" ]; then
       AGENT_KEYS=$(node -p 'require("node:crypto").randomBytes(24).toString("hex")')
       export AGENT_KEYS
+    fi
+    if [ -z "${RISKWATCH_SECRETS_KEY:-}" ]; then
+      state_dir="${RISKWATCH_STATE_DIR:-$HOME/.local/share/riskwatch}"
+      key_file="$state_dir/secrets.key"
+      if [ ! -s "$key_file" ]; then
+        mkdir -p "$state_dir"
+        (umask 077 && node -p 'require("node:crypto").randomBytes(32).toString("hex")' >"$key_file")
+        log "made the key of the webhook signing secrets: $key_file (keep it: the secrets are encrypted under it)"
+      fi
+      RISKWATCH_SECRETS_KEY=$(<"$key_file")
+      export RISKWATCH_SECRETS_KEY
     fi
     db="${DATABASE_URL##*/}"
     psql "${DATABASE_URL%/*}/postgres" -tAc "select 1 from pg_database where datname='$db'" | grep -q 1 ||

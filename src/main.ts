@@ -14,6 +14,7 @@ import { createLogger } from './platform/logger.js';
 import { connectOrm } from './db/orm.js';
 import { createRuntime, registerConnectionShutdown, VERSION } from './runtime.js';
 import { registerWatchlistCommands } from './watchlists/cli.js';
+import { registerSecretsCommands } from './webhooks/cli.js';
 
 let cachedConfig: Readonly<Config> | undefined;
 const config = () => (cachedConfig ??= loadConfig());
@@ -83,6 +84,7 @@ program
 registerAccountCommands(program, config, print);
 registerListCommands(program, config, print);
 registerWatchlistCommands(program, config, print);
+registerSecretsCommands(program, config, print);
 
 try {
   await program.parseAsync(process.argv);

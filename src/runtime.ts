@@ -20,6 +20,7 @@ import { RiskService } from './risk/service.js';
 import { UsageService } from './usage/service.js';
 import { countWatchedTargets } from './watchlists/scan.js';
 import { WatchlistsService } from './watchlists/service.js';
+import { SecretBox } from './webhooks/secrets.js';
 import { WebhooksService } from './webhooks/service.js';
 import { WebhookUrlPolicy } from './webhooks/ssrf.js';
 
@@ -53,6 +54,8 @@ export interface Runtime {
   watchlists: WatchlistsService;
   /** Webhook endpoints, their delivery log and the event log (the HTTP API's side; sending is the workers'). */
   webhooks: WebhooksService;
+  /** Seals and opens the webhook signing secrets (`webhooks.secrets_key`). */
+  webhookSecrets: SecretBox;
 }
 
 export async function createRuntime(role: string, config: Readonly<Config> = loadConfig()): Promise<Runtime> {
@@ -77,6 +80,7 @@ export async function createRuntime(role: string, config: Readonly<Config> = loa
     (scope) => listsCache.changed(scope),
     { maxEntriesPerAccount: config.lists.max_entries_per_account },
   );
+  const webhookSecrets = SecretBox.fromSettings(config.webhooks);
   const listsCache: ListsCache = new ListsCache(lists, {
     redis,
     channel: listsChannel(config.redis.key_prefix),
@@ -121,6 +125,8 @@ export async function createRuntime(role: string, config: Readonly<Config> = loa
         defaultSchedule: config.watchlists.default_schedule,
         defaultDeepSchedule: config.watchlists.default_deep_schedule,
         maxEntriesPerAccount: config.watchlists.max_entries_per_account,
+        maxWatchlistsPerAccount: config.watchlists.max_per_account,
+        rescanMinIntervalS: config.watchlists.rescan_min_interval_s,
       },
       queues,
     ),
@@ -133,9 +139,11 @@ export async function createRuntime(role: string, config: Readonly<Config> = loa
         }),
         secretOverlapS: config.webhooks.secret_overlap_s,
         eventRetentionDays: config.webhooks.event_retention_days,
+        secrets: webhookSecrets,
       },
       queues,
     ),
+    webhookSecrets,
   };
   redis.on('error', (err: Error) => logger.warn({ err: { message: err.message } }, 'redis error'));
   bull.on('error', (err: Error) => logger.warn({ err: { message: err.message } }, 'redis (queues) error'));

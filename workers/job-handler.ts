@@ -3,7 +3,12 @@ import { JOB_NAMES, JOBS, type JobName, type JobPayload } from '../src/jobs/queu
 import { AppError, type ErrorCode } from '../src/platform/errors.js';
 
 /** A job's work: given the payload its contract validated, call one service. */
-export type JobHandler<N extends JobName> = (payload: JobPayload<N>, job: Job) => Promise<unknown>;
+export type JobHandler<N extends JobName> = (
+  payload: JobPayload<N>,
+  job: Job,
+  /** The worker's lock token of the job (to move it to delayed). */
+  token?: string,
+) => Promise<unknown>;
 export type JobHandlers = { [N in JobName]: JobHandler<N> };
 
 /**
@@ -30,6 +35,7 @@ const ON_ERROR: Readonly<Record<ErrorCode, 'retry' | 'give_up'>> = {
   limit_exceeded: 'give_up',
   too_many_entries: 'give_up',
   not_a_mint: 'give_up',
+  secrets_key_missing: 'give_up', // the key is read at start: no retry in this process can find it
   rate_limited: 'retry',
   provider_unavailable: 'retry',
   dependency_unavailable: 'retry',
@@ -51,14 +57,14 @@ export function isRetryable(err: unknown): boolean {
  * remaining attempts unused). Any other error is rethrown as it is, so BullMQ retries with the backoff.
  */
 export function jobProcessor<N extends JobName>(name: N, handler: JobHandler<N>) {
-  return async (job: Job): Promise<unknown> => {
+  return async (job: Job, token?: string): Promise<unknown> => {
     const parsed = JOBS[name].payload.safeParse(job.data);
     if (!parsed.success) {
       const why = parsed.error.issues.map((i) => `${i.path.join('.') || '(payload)'}: ${i.message}`);
       throw new UnrecoverableError(`invalid ${name} payload: ${why.join('; ')}`);
     }
     try {
-      return await handler(parsed.data as JobPayload<N>, job);
+      return await handler(parsed.data as JobPayload<N>, job, token);
     } catch (err) {
       if (isRetryable(err)) throw err;
       const { code, message } = err as AppError;

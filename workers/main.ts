@@ -9,6 +9,7 @@ import { WatchlistScanner } from '../src/watchlists/scan.js';
 import { WebhookDeliverer } from '../src/webhooks/delivery.js';
 import { WebhookHttpClient } from '../src/webhooks/http.js';
 import { WebhookMetrics } from '../src/webhooks/metrics.js';
+import { WebhookSecretStore } from '../src/webhooks/secret-store.js';
 import { WebhookUrlPolicy } from '../src/webhooks/ssrf.js';
 import { VERSION } from '../src/runtime.js';
 import { usageStreamKey } from '../src/usage/recorder.js';
@@ -71,7 +72,10 @@ export function startWorkers(rt: Runtime): void {
     logger,
     settings: config.webhooks,
     userAgent: `riskwatch-webhooks/${VERSION}`,
+    secrets: rt.webhookSecrets,
   });
+  // An upgrade from plaintext secrets: sealed by the first worker that starts with a key (in the background).
+  void new WebhookSecretStore(rt.orm, rt.webhookSecrets).sealPlaintextAtStart(logger);
   deliverer.useMetrics(new WebhookMetrics(rt.metrics.registry, () => deliverer.backlog()));
   const scanner = new WatchlistScanner({
     orm: rt.orm,

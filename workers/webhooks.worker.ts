@@ -1,3 +1,4 @@
+import { DelayedError } from 'bullmq';
 import type { WebhookDeliverer } from '../src/webhooks/delivery.js';
 import type { JobHandler } from './job-handler.js';
 
@@ -7,10 +8,18 @@ export const webhooksSweep =
   (deliverer: WebhookDeliverer): JobHandler<'webhooks-sweep'> =>
   async () => ({ endpoints: await deliverer.sweep() });
 
+/** A drain deferred for fairness (its account holds its share of the slots) is tried again this soon. */
+const DEFER_MS = 500;
+
 export const webhookDrain =
   (deliverer: WebhookDeliverer): JobHandler<'webhook-drain'> =>
-  (payload) =>
-    deliverer.drain(payload.endpoint_id);
+  async (payload, job, token) => {
+    const result = await deliverer.drain(payload.endpoint_id);
+    if (result !== 'deferred') return result;
+    // The same job, later: its deduplication id stays held, so no second drain of the endpoint is made.
+    await job.moveToDelayed(Date.now() + DEFER_MS + Math.floor(Math.random() * DEFER_MS), token);
+    throw new DelayedError();
+  };
 
 export const eventsPrune =
   (deliverer: WebhookDeliverer): JobHandler<'events-prune'> =>

@@ -126,6 +126,24 @@ export class HealthService {
       ),
     ];
 
+    checks['watchlists:unscheduled'] = [
+      await timed(() => unscheduledWatchlists(orm)).then(
+        ({ value }): CheckResult => ({
+          status: value.count > 0 ? 'warn' : 'pass',
+          observedValue: value.count,
+          ...(value.count > 0
+            ? {
+                output:
+                  `${value.count} watchlist(s) whose schedule does not run within a year are not scanned ` +
+                  `(change their schedule or deep_schedule): ${value.names.join(', ')}` +
+                  (value.count > value.names.length ? ', …' : ''),
+              }
+            : {}),
+        }),
+        fail,
+      ),
+    ];
+
     // A provider that does not answer degrades the install (risk calls on that network fail with 503
     // provider_unavailable) but does not take it down: the check is `warn`, never `fail`.
     for (const p of await this.deps.providers.health(CHECK_TIMEOUT_MS)) {
@@ -154,4 +172,28 @@ export class HealthService {
       checks,
     };
   }
+}
+
+/** Names shown of the watchlists with no due time. */
+const UNSCHEDULED_SHOWN = 20;
+
+/**
+ * Watchlists with a null due time: a cron stored before the one-year rule (or past its last run within a
+ * year) that the scheduler never picks. Named with their account, for the operator to follow up.
+ */
+async function unscheduledWatchlists(orm: Orm): Promise<{ count: number; names: string[] }> {
+  const rows = await orm.em.getConnection().execute<
+    { id: string; account_id: string; which: string; count: string }[]
+  >(
+    `select id, account_id,
+            concat_ws('+', case when next_tick_at is null then 'schedule' end,
+                      case when next_deep_at is null then 'deep_schedule' end) as which,
+            count(*) over () as count
+       from watchlists where next_tick_at is null or next_deep_at is null
+      order by id limit ${UNSCHEDULED_SHOWN}`,
+  );
+  return {
+    count: Number(rows[0]?.count ?? 0),
+    names: rows.map((r) => `${r.id} (account ${r.account_id}: ${r.which})`),
+  };
 }

@@ -24,6 +24,7 @@ export const PROBLEMS: Record<ErrorCode, { status: number; title: string }> = {
   rate_limited: { status: 429, title: 'Rate limit exceeded' },
   provider_unavailable: { status: 503, title: 'Node provider unavailable' },
   dependency_unavailable: { status: 503, title: 'Service dependency unavailable' },
+  secrets_key_missing: { status: 503, title: 'Webhook secrets key not configured' },
   internal_error: { status: 500, title: 'Internal error' },
 };
 

@@ -25,6 +25,7 @@ export type ErrorCode =
   | 'rate_limited'
   | 'provider_unavailable'
   | 'dependency_unavailable'
+  | 'secrets_key_missing'
   | 'internal_error';
 
 export interface FieldError {

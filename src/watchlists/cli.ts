@@ -1,7 +1,7 @@
 import { createReadStream } from 'node:fs';
 import { access, constants, stat } from 'node:fs/promises';
 import type { Command } from 'commander';
-import { CsvError, parse as parseCsv } from 'csv-parse';
+import { CsvError, parse as parseCsv, type Options as CsvOptions } from 'csv-parse';
 import { AccountsService } from '../accounts/service.js';
 import { networksFromConfig } from '../chains/providers.js';
 import { clip, resolveNetwork } from '../chains/registry.js';
@@ -28,6 +28,15 @@ const IMPORT_BATCH = 1000;
 /** Errors the summary lists (the counts cover every row). */
 const MAX_REPORTED_ERRORS = 100;
 const CSV_COLUMNS = ['target', 'chain', 'network', 'label', 'target_type'] as const;
+/**
+ * The longest record csv-parse buffers (its `max_record_size`, counted in characters of the record's
+ * fields, the current field in bytes), so an unclosed quote cannot read the rest of the file into one
+ * field: without it, a 100 MiB file with one peaked at ~470 MiB of RSS (~250 MiB importing its rows
+ * without it) before failing at its end. The longest legal row is about 1 KiB (a target of up to 200 characters, a label of 200 characters of up to 4 bytes
+ * each, three short columns); 64 times that still refuses an over-long field as a failed row of its own
+ * (as the API does) rather than stopping the import, at a cost of one 64 KiB buffer.
+ */
+const MAX_RECORD_BYTES = 64 * 1024;
 
 /** A row of the file: an entry to add, or what makes it one the API would refuse as a whole. */
 type Row = { line: number } & (
@@ -48,7 +57,7 @@ export function registerWatchlistCommands(
     .description(
       'add the addresses of a CSV file to a watchlist of an account (id or org id), as the API adds ' +
         'entries: header row with `target` and optionally `chain`, `network`, `label`, `target_type`; read ' +
-        'as a stream, 1,000 rows per batch; progress on stderr, a JSON summary on stdout',
+        'as a stream, 1,000 rows per batch, a row of up to 64 KiB; progress on stderr, a JSON summary on stdout',
     )
     .action(async (accountRef: string, watchlistId: string, file: string) => {
       let size: number;
@@ -70,6 +79,8 @@ export function registerWatchlistCommands(
           defaultSchedule: cfg.watchlists.default_schedule,
           defaultDeepSchedule: cfg.watchlists.default_deep_schedule,
           maxEntriesPerAccount: cfg.watchlists.max_entries_per_account,
+          maxWatchlistsPerAccount: cfg.watchlists.max_per_account,
+          rescanMinIntervalS: cfg.watchlists.rescan_min_interval_s,
         });
         await service.getWatchlist(account.id, watchlistId); // not_found before reading a line
         const summary = await importCsv(file, size, (entries) =>
@@ -97,9 +108,10 @@ type AddBatch = (entries: NewEntry[]) => ReturnType<WatchlistsService['addEntrie
 
 /**
  * Streams `file` through csv-parse and adds its rows IMPORT_BATCH at a time, so a file of any size costs
- * the memory of one batch. A row the API would refuse as a whole (a label over 200 characters, a NUL) is
- * a failed row here; the others get the API's per-entry results. A CSV syntax error stops the import:
- * the rows before it stay imported, and the summary says so.
+ * the memory of one batch (a record is capped at MAX_RECORD_BYTES). A row the API would refuse as a whole
+ * (a label over 200 characters, a NUL) is a failed row here; the others get the API's per-entry results.
+ * A CSV syntax error or a record over the cap stops the import: the rows before it stay imported, and
+ * the summary says so, naming the line.
  */
 async function importCsv(file: string, size: number, add: AddBatch): Promise<ImportSummaryBody> {
   const started = performance.now();
@@ -118,14 +130,22 @@ async function importCsv(file: string, size: number, add: AddBatch): Promise<Imp
   const input = createReadStream(file);
   const progress = new Progress(size, () => input.bytesRead);
   let header = false;
-  const parser = parseCsv({
+  /** Where the last record read ended (`lines`, `empty_lines` of csv-parse's info): the next starts after. */
+  let last = { lines: 0, empty_lines: 0 };
+  const options: CsvOptions & { autoDestroy: boolean } = {
     bom: true,
     trim: true,
     skip_empty_lines: true,
     relax_column_count: true,
     info: true,
+    max_record_size: MAX_RECORD_BYTES,
+    // Handed to the stream (csv-parse's Parser passes its options to Transform): on an error the records
+    // parsed before it are still read, then the error thrown. Destroyed at once, the stream would drop
+    // those it holds, and the rows just before the error would be neither imported nor reported.
+    autoDestroy: false,
     columns: (names: string[]) => {
       header = true;
+      last = { lines: parser.info.lines, empty_lines: parser.info.empty_lines };
       const columns = names.map((h) => h.trim().toLowerCase());
       const unknown = columns.filter((c) => !(CSV_COLUMNS as readonly string[]).includes(c));
       if (!columns.includes('target') || unknown.length)
@@ -138,7 +158,8 @@ async function importCsv(file: string, size: number, add: AddBatch): Promise<Imp
         );
       return columns;
     },
-  });
+  };
+  const parser = parseCsv(options);
   input.on('error', (err) => parser.destroy(err));
 
   let batch: Row[] = [];
@@ -167,10 +188,11 @@ async function importCsv(file: string, size: number, add: AddBatch): Promise<Imp
   try {
     for await (const { record, info } of input.pipe(parser) as AsyncIterable<{
       record: Record<string, string | undefined>;
-      info: { lines: number };
+      info: { lines: number; empty_lines: number };
     }>) {
       summary.rows++;
       const line = info.lines;
+      last = info;
       const raw = {
         target: record.target ?? '',
         chain: record.chain || null,
@@ -193,9 +215,10 @@ async function importCsv(file: string, size: number, add: AddBatch): Promise<Imp
     if (!(err instanceof CsvError)) throw err;
     await flush();
     summary.aborted =
-      `${file} is not valid CSV: ${err.message}. The import stopped there: ` +
+      `${file} is not valid CSV: ${csvErrorMessage(err, last)}. The import stopped there: ` +
       `the ${summary.rows} rows before it were imported as the summary says.`;
   } finally {
+    input.destroy();
     progress.done(summary);
   }
   if (!header && !summary.aborted)
@@ -205,6 +228,18 @@ async function importCsv(file: string, size: number, add: AddBatch): Promise<Imp
     );
   summary.seconds = Math.round(performance.now() - started) / 1000;
   return summary;
+}
+
+/** What a CsvError says, a record over the cap named by the line it starts on (an unclosed quote's). */
+function csvErrorMessage(err: CsvError, last: { lines: number; empty_lines: number }): string {
+  if (err.code !== 'CSV_MAX_RECORD_SIZE') return err.message;
+  // The error carries csv-parse's info where it stopped. The record starts on the line after the last
+  // one read, past the empty lines skipped since.
+  const start = last.lines + (Number(err.empty_lines) - last.empty_lines) + 1;
+  return (
+    `line ${start}: the row is over the ${MAX_RECORD_BYTES / 1024} KiB limit on a row (still unfinished ` +
+    `at line ${Number(err.lines)}: an unclosed quote?)`
+  );
 }
 
 /**

@@ -13,7 +13,12 @@ export type AlertStatus = (typeof ALERT_STATUSES)[number];
 export const WatchlistSchema = defineEntity({
   name: 'Watchlist',
   tableName: 'watchlists',
-  indexes: [{ properties: ['accountId', 'createdAt', 'id'] }],
+  indexes: [
+    { properties: ['accountId', 'createdAt', 'id'] },
+    // the minute's job: the lists due
+    { properties: ['nextTickAt'] },
+    { properties: ['nextDeepAt'] },
+  ],
   properties: {
     id: p.string().length(40).primary(),
     accountId: p.string().length(40),
@@ -24,6 +29,10 @@ export const WatchlistSchema = defineEntity({
     deepSchedule: p.string().length(100),
     /** `{ balance_change_pct?: number }` and later thresholds, snake_case as the API shows them. */
     thresholds: p.json<Record<string, number>>(),
+    /** When the tick is next due (computed when the list is saved or ticked); null: not within a year. */
+    nextTickAt: p.datetime().nullable(),
+    /** When the deep scan is next due; null as for `nextTickAt`. */
+    nextDeepAt: p.datetime().nullable(),
     createdAt: p.datetime().onCreate(() => new Date()),
     updatedAt: p.datetime().onCreate(() => new Date()),
   },

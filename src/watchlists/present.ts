@@ -31,6 +31,8 @@ export const presentWatchlist = (w: WatchlistView): WatchlistBody => ({
   deep_schedule: w.deepSchedule,
   thresholds: { ...w.thresholds },
   entry_count: w.entryCount,
+  next_tick_at: iso(w.nextTickAt),
+  next_deep_at: iso(w.nextDeepAt),
   created_at: w.createdAt.toISOString(),
   updated_at: w.updatedAt.toISOString(),
 });
@@ -116,6 +118,7 @@ export const rescanPath = (watchlistId: string, rescanId: string) =>
 
 export const presentRescanAccepted = (r: RescanView): RescanAcceptedBody => ({
   rescan_id: r.id,
+  status: r.status === 'running' ? 'running' : 'queued',
   status_url: rescanPath(r.watchlistId, r.id),
 });
 

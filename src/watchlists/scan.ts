@@ -10,7 +10,7 @@ import type { Logger } from '../platform/logger.js';
 import type { RiskService, TargetVerdict, TokenVerdict } from '../risk/service.js';
 import { diffAlerts, type AlertDraft, type AlertThresholds, type Verdict } from './diff.js';
 import type { WatchMetrics, WatchOverview } from './metrics.js';
-import { isDueAt } from './schedule.js';
+import { DueTimes } from './schedule.js';
 import type { WatchlistsSettings } from './settings.js';
 import { appendEvents, type NewEvent } from '../webhooks/outbox.js';
 import {
@@ -41,6 +41,8 @@ import {
 export const CHUNK_SIZE = 100;
 /** Chunk jobs added to the queue per round trip while a tick fans out. */
 const ENQUEUE_BATCH = 500;
+/** Due lists locked, enqueued and moved on per transaction of the minute's job. */
+const DUE_BATCH = 500;
 /** How long a scan's progress counters stay in Redis. */
 const SCAN_PROGRESS_TTL_S = 86_400;
 
@@ -69,6 +71,14 @@ interface EntryRow {
   state_hash: string | null;
   snapshot_id: string | null;
   verdict: StoredVerdict | null;
+}
+
+interface DueListRow {
+  id: string;
+  schedule: string;
+  deep_schedule: string;
+  tick_due: boolean | null;
+  deep_due: boolean | null;
 }
 
 interface SnapshotRow {
@@ -120,28 +130,67 @@ export class WatchlistScanner {
   }
 
   /**
-   * The minute's job: every list whose deep schedule (or else schedule) fires at `at` gets one tick job.
-   * Every scheduler replica computes the same ids, so a list is scanned once per tick.
+   * The minute's job: every list due at `at` (its stored `next_deep_at` or `next_tick_at` has come) gets
+   * one tick job, and its due times move past this minute: one indexed query, whatever the lists' crons.
+   * A list missed while no scheduler ran is scanned once at the next minute. The rows are locked while
+   * their jobs are enqueued, so a job of the next minute running beside this one waits and sees them
+   * moved on; every id is deterministic (`<mode>-<list>-<minute>`), so a retry enqueues nothing twice.
    */
   async enqueueDue(at: Date): Promise<number> {
-    const minute = Math.floor(at.getTime() / 60_000) * 60;
-    const lists = await this.sql.execute<{ id: string; schedule: string; deep_schedule: string }[]>(
-      'select id, schedule, deep_schedule from watchlists',
-      [],
-      'all',
-    );
-    const due = lists.flatMap((wl): { payload: JobPayload<'watchlist-tick'>; jobId: string }[] => {
-      const mode: ScanMode | undefined = isDueAt(wl.deep_schedule, at)
-        ? 'deep'
-        : isDueAt(wl.schedule, at)
-          ? 'tick'
-          : undefined;
-      if (!mode) return [];
-      const scanId = `${mode}-${wl.id}-${minute}`;
-      return [{ payload: { watchlist_id: wl.id, scan_id: scanId, mode }, jobId: scanId }];
-    });
-    await this.deps.queues.enqueueMany('watchlist-tick', due);
-    return due.length;
+    const minuteMs = Math.floor(at.getTime() / 60_000) * 60_000;
+    const minute = new Date(minuteMs);
+    const dueTimes = new DueTimes(minute);
+    let enqueued = 0;
+    for (let after = ''; ; ) {
+      const batch = await this.deps.orm.em.fork().transactional(async (em) => {
+        const lists = await em.execute<DueListRow[]>(
+          `select id, schedule, deep_schedule, next_tick_at <= ?::timestamptz as tick_due,
+                  next_deep_at <= ?::timestamptz as deep_due
+             from watchlists
+            where (next_tick_at <= ?::timestamptz or next_deep_at <= ?::timestamptz) and id > ?
+            order by id limit ${DUE_BATCH} for update`,
+          [minute, minute, minute, minute, after],
+          'all',
+        );
+        const due = lists.map((wl) => {
+          const mode: ScanMode = wl.deep_due ? 'deep' : 'tick';
+          const scanId = `${mode}-${wl.id}-${minuteMs / 1000}`;
+          return { payload: { watchlist_id: wl.id, scan_id: scanId, mode }, jobId: scanId };
+        });
+        await this.deps.queues.enqueueMany('watchlist-tick', due);
+        // A deep scan reads the state too: it stands for a tick due at the same minute.
+        const moved = lists.map((wl) => ({
+          id: wl.id,
+          next_tick_at: wl.tick_due || wl.deep_due ? dueTimes.next(wl.schedule) : undefined,
+          next_deep_at: wl.deep_due ? dueTimes.next(wl.deep_schedule) : undefined,
+        }));
+        if (moved.length)
+          await em.execute(
+            `update watchlists w
+                set next_tick_at = case when u.tick then u.next_tick_at else w.next_tick_at end,
+                    next_deep_at = case when u.deep then u.next_deep_at else w.next_deep_at end
+               from jsonb_to_recordset(?::jsonb) as u(id text, tick boolean, next_tick_at timestamptz,
+                    deep boolean, next_deep_at timestamptz)
+              where w.id = u.id`,
+            [
+              JSON.stringify(
+                moved.map((m) => ({
+                  id: m.id,
+                  tick: m.next_tick_at !== undefined,
+                  next_tick_at: m.next_tick_at ?? null,
+                  deep: m.next_deep_at !== undefined,
+                  next_deep_at: m.next_deep_at ?? null,
+                })),
+              ),
+            ],
+            'run',
+          );
+        return lists;
+      });
+      enqueued += batch.length;
+      if (batch.length < DUE_BATCH) return enqueued;
+      after = batch[batch.length - 1]!.id;
+    }
   }
 
   /** A tick: the list's entries, network by network in id order, as chunk jobs `<scan_id>-<n>`. */

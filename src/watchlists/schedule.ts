@@ -5,10 +5,19 @@ import { z } from 'zod';
  * Watchlist schedules are 5-field cron expressions (minute hour day-of-month month day-of-week), read in
  * UTC. Five fields cannot fire more than once a minute, which is the most often a list may be re-read
  * (docs/api.md, "Watchlists").
+ *
+ * A cron is evaluated only when a list is saved and when it runs: its next due time is stored
+ * (`next_tick_at`, `next_deep_at`), so the minute's `watchlists-due` job is one indexed query whatever the
+ * expressions. Every evaluation is bounded by a horizon (cron-parser's `endDate`): an expression whose
+ * next run is decades away costs no more than one due next month.
  */
 
-/** Why `expr` is not a valid schedule, or undefined when it is. */
-export function scheduleProblem(expr: string): string | undefined {
+const MINUTE_MS = 60_000;
+/** A new schedule must run within this long of being saved. */
+export const SCHEDULE_HORIZON_MS = 366 * 86_400_000;
+
+/** Why `expr` is not a valid schedule, or undefined when it is. `now`: when it is being saved. */
+export function scheduleProblem(expr: string, now = new Date()): string | undefined {
   const fields = expr.trim().split(/\s+/);
   if (fields.length !== 5)
     return fields.length === 6
@@ -16,13 +25,15 @@ export function scheduleProblem(expr: string): string | undefined {
       : 'expected a cron expression of 5 fields (minute hour day month weekday)';
   try {
     CronExpressionParser.parse(expr, { tz: 'UTC' });
-    return undefined;
   } catch (err) {
     return `not a valid cron expression: ${(err as Error).message}`;
   }
+  if (nextRunAfter(expr, now) === null)
+    return 'it would not run within the next year (UTC): choose a schedule that runs at least once a year';
+  return undefined;
 }
 
-/** A schedule in a request or the configuration: a valid 5-field cron expression. */
+/** A schedule in a request or the configuration: a valid 5-field cron expression that runs within a year. */
 export const scheduleSchema = z
   .string()
   .trim()
@@ -32,9 +43,37 @@ export const scheduleSchema = z
     if (problem) ctx.addIssue({ code: 'custom', message: problem });
   });
 
-/** Whether `expr` fires at the minute that starts at `minute` (seconds and milliseconds are ignored). */
-export function isDueAt(expr: string, minute: Date): boolean {
-  const start = Math.floor(minute.getTime() / 60_000) * 60_000;
-  const next = CronExpressionParser.parse(expr, { currentDate: new Date(start - 1), tz: 'UTC' }).next();
-  return next.getTime() === start;
+/**
+ * The first minute after the minute of `after` at which `expr` fires, within SCHEDULE_HORIZON_MS; null
+ * when it does not fire in that time (or is not a valid expression: a stored one from before a rule).
+ */
+export function nextRunAfter(expr: string, after: Date): Date | null {
+  const minute = Math.floor(after.getTime() / MINUTE_MS) * MINUTE_MS;
+  try {
+    return CronExpressionParser.parse(expr, {
+      currentDate: new Date(minute + MINUTE_MS - 1),
+      endDate: new Date(minute + SCHEDULE_HORIZON_MS),
+      tz: 'UTC',
+    })
+      .next()
+      .toDate();
+  } catch {
+    return null; // no run before the horizon ("Out of the time span range"), or an expression now refused
+  }
+}
+
+/** The next due times of a list's two schedules after `after`, memoised per expression for one pass. */
+export class DueTimes {
+  private readonly memo = new Map<string, Date | null>();
+
+  constructor(private readonly after: Date) {}
+
+  next(expr: string): Date | null {
+    let at = this.memo.get(expr);
+    if (at === undefined) {
+      at = nextRunAfter(expr, this.after);
+      this.memo.set(expr, at);
+    }
+    return at;
+  }
 }

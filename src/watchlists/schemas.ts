@@ -112,6 +112,15 @@ export const watchlistSchema = z
     deep_schedule: z.string(),
     thresholds: thresholdsSchema,
     entry_count: z.int(),
+    next_tick_at: z.string().nullable().meta({
+      description:
+        'When the next tick is due (UTC). Null when `schedule` does not run within a year of its last ' +
+        'run (a list saved before that rule): the list is not scanned until its schedule is changed.',
+    }),
+    next_deep_at: z
+      .string()
+      .nullable()
+      .meta({ description: 'When the next deep scan is due (UTC); null as for `next_tick_at`.' }),
     created_at: z.string(),
     updated_at: z.string(),
   })
@@ -358,6 +367,10 @@ export type AlertUpdate = z.output<typeof updateAlertSchema>;
 export const rescanAcceptedSchema = z
   .object({
     rescan_id: z.string(),
+    status: z.enum(['queued', 'running']).meta({
+      description:
+        'A rescan asked for while another of the list runs is that one: its id and status are answered.',
+    }),
     status_url: z.string().meta({ description: 'Where its progress is: GET this path.' }),
   })
   .meta({ id: 'WatchlistRescanAccepted' });

@@ -9,6 +9,7 @@ import { AppError, notFound } from '../platform/errors.js';
 import { newId } from '../platform/ids.js';
 import { TARGET_TYPES, type TargetType } from '../risk/types.js';
 import type { AlertStatus } from './entities.js';
+import { nextRunAfter } from './schedule.js';
 import {
   DEFAULT_BALANCE_CHANGE_PCT,
   MAX_ENTRIES_PER_CALL,
@@ -42,6 +43,10 @@ export interface WatchlistsOptions {
   defaultDeepSchedule: string;
   /** `watchlists.max_entries_per_account`: entries on all the account's watchlists together. */
   maxEntriesPerAccount: number;
+  /** `watchlists.max_per_account`: watchlists of one account. */
+  maxWatchlistsPerAccount: number;
+  /** `watchlists.rescan_min_interval_s`: how soon after one rescan of a list another may be asked for. */
+  rescanMinIntervalS: number;
 }
 
 export interface Thresholds {
@@ -55,6 +60,9 @@ export interface WatchlistView {
   deepSchedule: string;
   thresholds: Thresholds;
   entryCount: number;
+  /** When each schedule is next due; null when it does not run within a year. */
+  nextTickAt: Date | null;
+  nextDeepAt: Date | null;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -168,6 +176,8 @@ interface WatchlistRow {
   deep_schedule: string;
   thresholds: Record<string, number> | null;
   entry_count: number;
+  next_tick_at: Time | null;
+  next_deep_at: Time | null;
   created_at: Time;
   updated_at: Time;
 }
@@ -224,12 +234,27 @@ interface RescanRow {
 }
 
 const WATCHLIST_COLUMNS =
-  'w.id, w.name, w.schedule, w.deep_schedule, w.thresholds, w.created_at, w.updated_at';
+  'w.id, w.name, w.schedule, w.deep_schedule, w.thresholds, w.next_tick_at, w.next_deep_at, w.created_at, ' +
+  'w.updated_at';
 const ENTRY_COUNT =
   '(select count(*)::int from watchlist_entries e where e.watchlist_id = w.id) as entry_count';
 const ENTRY_COLUMNS =
   'id, watchlist_id, chain, network, target, label, target_type, created_at, last_checked_at, last_outcome, ' +
   'changed_at, risk_level, risk_score, verdict';
+/**
+ * A rescan's columns and `remaining`: of the entries on the list when it was asked for, those not
+ * deep-scanned since (0 once it is recorded finished).
+ */
+const RESCAN_PROGRESS = `r.id, r.watchlist_id, r.total, r.created_at, r.finished_at,
+  case when r.finished_at is not null then 0 else (
+    select count(*)::int from watchlist_entries e
+     where e.watchlist_id = r.watchlist_id and e.created_at <= r.created_at
+       and (e.deep_checked_at is null or e.deep_checked_at < r.created_at)) end as remaining`;
+/**
+ * A rescan none of whose entries was deep-scanned for this long no longer counts as running (its chunks
+ * failed for good, e.g. a provider down past their retries): another may be asked for.
+ */
+const RESCAN_STALLED_S = 900;
 const ALERT_COLUMNS =
   'id, watchlist_id, entry_id, target, network, type, severity, previous, current, evidence, status, ' +
   'created_at, updated_at';
@@ -281,21 +306,51 @@ export class WatchlistsService {
 
   // ---- watchlists ---------------------------------------------------------------------------------
 
+  /**
+   * Creates a list, its due times computed from its crons now. An account holds at most
+   * `maxWatchlistsPerAccount` lists: concurrent creations are counted one after the other (the account row
+   * is locked), and one more is `limit_exceeded`.
+   */
   async createWatchlist(accountId: string, input: NewWatchlist): Promise<WatchlistView> {
-    const [row] = await this.run<WatchlistRow[]>(
-      `insert into watchlists as w (id, account_id, name, schedule, deep_schedule, thresholds, created_at, updated_at)
-       values (?, ?, ?, ?, ?, ?::jsonb, now(), now())
-       returning ${WATCHLIST_COLUMNS}, 0 as entry_count`,
-      [
-        newId('wl'),
-        accountId,
-        input.name,
-        input.schedule ?? this.options.defaultSchedule,
-        input.deep_schedule ?? this.options.defaultDeepSchedule,
-        JSON.stringify(thresholdsOf(input.thresholds)),
-      ],
-    );
-    return this.watchlistOf(row!);
+    const schedule = input.schedule ?? this.options.defaultSchedule;
+    const deepSchedule = input.deep_schedule ?? this.options.defaultDeepSchedule;
+    const now = new Date();
+    const row = await this.orm.em.fork().transactional(async (em) => {
+      const account = await lockAccount(em, accountId);
+      const max = this.options.maxWatchlistsPerAccount;
+      const [counted] = await em.execute<{ n: number }[]>(
+        'select count(*)::int as n from watchlists where account_id = ?',
+        [accountId],
+      );
+      const n = counted?.n ?? 0;
+      if (n >= max)
+        throw new AppError(
+          'limit_exceeded',
+          `Account ${account} already has ${n} watchlists; the limit is ${max} ` +
+            '(watchlists.max_per_account / RISKWATCH_MAX_WATCHLISTS_PER_ACCOUNT). Delete one to create ' +
+            'another (a watchlist holds many entries, on any network).',
+        );
+      const [inserted] = await em.execute<WatchlistRow[]>(
+        `insert into watchlists as w (id, account_id, name, schedule, deep_schedule, thresholds, next_tick_at,
+                next_deep_at, created_at, updated_at)
+         values (?, ?, ?, ?, ?, ?::jsonb, ?, ?, ?, ?)
+         returning ${WATCHLIST_COLUMNS}, 0 as entry_count`,
+        [
+          newId('wl'),
+          accountId,
+          input.name,
+          schedule,
+          deepSchedule,
+          JSON.stringify(thresholdsOf(input.thresholds)),
+          nextRunAfter(schedule, now),
+          nextRunAfter(deepSchedule, now),
+          now,
+          now,
+        ],
+      );
+      return inserted!;
+    });
+    return this.watchlistOf(row);
   }
 
   /** The account's watchlists, newest first. */
@@ -340,8 +395,16 @@ export class WatchlistsService {
       params.push(value);
     };
     if (patch.name !== undefined) set('name', patch.name);
-    if (patch.schedule !== undefined) set('schedule', patch.schedule);
-    if (patch.deep_schedule !== undefined) set('deep_schedule', patch.deep_schedule);
+    // A changed cron's next due time is computed from now.
+    const now = new Date();
+    if (patch.schedule !== undefined) {
+      set('schedule', patch.schedule);
+      set('next_tick_at', nextRunAfter(patch.schedule, now));
+    }
+    if (patch.deep_schedule !== undefined) {
+      set('deep_schedule', patch.deep_schedule);
+      set('next_deep_at', nextRunAfter(patch.deep_schedule, now));
+    }
     if (patch.thresholds !== undefined)
       set('thresholds', JSON.stringify(thresholdsOf(patch.thresholds)), '::jsonb');
     if (sets.length === 0) return this.getWatchlist(accountId, id);
@@ -732,12 +795,40 @@ export class WatchlistsService {
   /**
    * Asks for a full re-analysis of every entry now: a rescan row (its total: the entries on the list) and
    * a `watchlist-tick` job in `rescan` mode whose id is the rescan's. Its progress: `getRescan`.
+   *
+   * One at a time per list: asked for while the list's last rescan still runs, the answer is that rescan.
+   * And at most one per `rescanMinIntervalS` (every entry's full analysis spends the provider rate every
+   * account shares): sooner is `rate_limited` with the seconds to wait. The list row is locked while this
+   * is decided, so two concurrent calls cannot both start one.
    */
   async requestRescan(accountId: string, watchlistId: string): Promise<RescanView> {
     if (!this.queues) throw new Error('WatchlistsService was built without job queues');
     const id = newId('rsc');
-    const row = await this.orm.em.fork().transactional(async (em) => {
-      await requireWatchlist(em, accountId, watchlistId, 'for share');
+    const started = await this.orm.em.fork().transactional(async (em) => {
+      await requireWatchlist(em, accountId, watchlistId, 'for update');
+      const [last] = await em.execute<(RescanRow & { since_s: number; stalled: boolean })[]>(
+        `select ${RESCAN_PROGRESS}, extract(epoch from now() - r.created_at)::float8 as since_s,
+                coalesce((select max(e.deep_checked_at) from watchlist_entries e
+                           where e.watchlist_id = r.watchlist_id), r.created_at)
+                  < now() - make_interval(secs => ?) as stalled
+           from watchlist_rescans r where r.watchlist_id = ? and r.account_id = ?
+          order by r.created_at desc, r.id desc limit 1`,
+        [RESCAN_STALLED_S, watchlistId, accountId],
+      );
+      if (last) {
+        if (!last.finished_at && last.remaining > 0 && !last.stalled) return { running: last };
+        const wait = Math.ceil(this.options.rescanMinIntervalS - Number(last.since_s));
+        if (wait > 0)
+          throw new AppError(
+            'rate_limited',
+            `Watchlist ${watchlistId} was rescanned ${Math.floor(Number(last.since_s))} s ago; a list may be ` +
+              `rescanned once every ${this.options.rescanMinIntervalS} s (watchlists.rescan_min_interval_s). ` +
+              `Try again in ${wait} s.`,
+            { retryAfterS: wait },
+          );
+        if (!last.finished_at && last.remaining === 0)
+          await em.execute('update watchlist_rescans set finished_at = now() where id = ?', [last.id], 'run');
+      }
       const [inserted] = await em.execute<RescanRow[]>(
         `insert into watchlist_rescans (id, account_id, watchlist_id, total, created_at, finished_at)
          select ?::text, ?::text, ?::text, count(*)::int, now(), null::timestamptz
@@ -745,8 +836,12 @@ export class WatchlistsService {
          returning id, watchlist_id, total, created_at, finished_at, total as remaining`,
         [id, accountId, watchlistId, watchlistId],
       );
-      return inserted!;
+      return { created: inserted! };
     });
+    if ('running' in started) {
+      const view = this.rescanOf(started.running!);
+      return { ...view, status: view.checked > 0 || (await this.jobStarted(view.id)) ? 'running' : 'queued' };
+    }
     try {
       await this.queues.enqueue(
         'watchlist-tick',
@@ -758,7 +853,7 @@ export class WatchlistsService {
       await this.run('delete from watchlist_rescans where id = ?', [id]).catch(() => undefined);
       throw err;
     }
-    return { ...this.rescanOf(row), status: 'queued', checked: 0 };
+    return { ...this.rescanOf(started.created), status: 'queued', checked: 0 };
   }
 
   /**
@@ -768,12 +863,8 @@ export class WatchlistsService {
    */
   async getRescan(accountId: string, watchlistId: string, rescanId: string): Promise<RescanView> {
     const [row] = await this.run<RescanRow[]>(
-      `select r.id, r.watchlist_id, r.total, r.created_at, r.finished_at,
-              case when r.finished_at is not null then 0 else (
-                select count(*)::int from watchlist_entries e
-                 where e.watchlist_id = r.watchlist_id and e.created_at <= r.created_at
-                   and (e.deep_checked_at is null or e.deep_checked_at < r.created_at)) end as remaining
-         from watchlist_rescans r where r.id = ? and r.watchlist_id = ? and r.account_id = ?`,
+      `select ${RESCAN_PROGRESS} from watchlist_rescans r
+        where r.id = ? and r.watchlist_id = ? and r.account_id = ?`,
       [rescanId, watchlistId, accountId],
     );
     if (!row) throw notFound(`Rescan "${clip(rescanId)}" of watchlist "${clip(watchlistId)}"`);
@@ -867,6 +958,8 @@ export class WatchlistsService {
       deepSchedule: r.deep_schedule,
       thresholds: thresholdsOf(r.thresholds ?? undefined),
       entryCount: Number(r.entry_count),
+      nextTickAt: timeOrNull(r.next_tick_at),
+      nextDeepAt: timeOrNull(r.next_deep_at),
       createdAt: time(r.created_at),
       updatedAt: time(r.updated_at),
     };
@@ -940,7 +1033,7 @@ async function requireWatchlist(
   em: EntityManager,
   accountId: string,
   watchlistId: string,
-  lock: '' | 'for share' = '',
+  lock: '' | 'for share' | 'for update' = '',
 ): Promise<void> {
   const [row] = await em.execute<{ id: string }[]>(
     `select id from watchlists where id = ? and account_id = ? ${lock}`,

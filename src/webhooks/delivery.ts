@@ -6,6 +6,7 @@ import type { Logger } from '../platform/logger.js';
 import { isDeliveryFailure, type DeliveryResult, type WebhookHttpClient } from './http.js';
 import type { WebhookBacklog, WebhookMetrics } from './metrics.js';
 import { appendEvents } from './outbox.js';
+import { endpointSecretContext, SecretOpenError, type SecretBox } from './secrets.js';
 import type { WebhooksSettings } from './settings.js';
 
 /*
@@ -38,8 +39,11 @@ export interface WebhookDelivererDeps {
   logger: Logger;
   settings: WebhooksSettings;
   userAgent: string;
+  /** Opens the signing secrets, stored sealed (secrets.ts). */
+  secrets: SecretBox;
 }
 
+/** An endpoint as a drain uses it: its secrets opened. */
 interface EndpointRow {
   id: string;
   account_id: string;
@@ -62,10 +66,46 @@ interface DueRow {
 
 type Outcome = { kind: 'succeeded' } | { kind: 'gone' } | { kind: 'retry'; afterMs?: number; error: string };
 
+/**
+ * The drain slots of one worker process, counted per account: an account's first drain takes any free slot,
+ * a further one only while more than `reserve` (a quarter of the slots) would stay free. So the reserve can
+ * only fill with first drains of distinct accounts: starving an account takes that many others all busy.
+ */
+export class DrainSlots {
+  private running = 0;
+  private readonly byAccount = new Map<string, number>();
+  private readonly reserve: number;
+
+  constructor(private readonly size: number) {
+    this.reserve = size >= 2 ? Math.max(1, Math.floor(size / 4)) : 0;
+  }
+
+  take(accountId: string): boolean {
+    const mine = this.byAccount.get(accountId) ?? 0;
+    const free = this.size - this.running;
+    if (free <= 0 || (mine > 0 && free <= this.reserve)) return false;
+    this.running++;
+    this.byAccount.set(accountId, mine + 1);
+    return true;
+  }
+
+  release(accountId: string): void {
+    const mine = (this.byAccount.get(accountId) ?? 1) - 1;
+    if (mine > 0) this.byAccount.set(accountId, mine);
+    else this.byAccount.delete(accountId);
+    this.running--;
+  }
+}
+
 export class WebhookDeliverer {
   private metrics: WebhookMetrics | undefined;
+  /** The secrets problems already logged by this process: each is logged once. */
+  private readonly warned = new Set<string>();
+  private readonly slots: DrainSlots;
 
-  constructor(private readonly deps: WebhookDelivererDeps) {}
+  constructor(private readonly deps: WebhookDelivererDeps) {
+    this.slots = new DrainSlots(deps.settings.delivery_concurrency);
+  }
 
   /** Metrics of this process (workers only). */
   useMetrics(metrics: WebhookMetrics): void {
@@ -94,9 +134,15 @@ export class WebhookDeliverer {
     };
   }
 
-  /** Drops events, deliveries and attempts older than the retention. */
-  async prune(now = new Date()): Promise<{ events: number }> {
+  /**
+   * Drops events, deliveries and attempts older than the retention. An event with a delivery still pending
+   * inside its retry window (`retryWindowMs` after it was created) is kept until that delivery ends; one
+   * pending past its window (its endpoint was disabled, or re-enabled long after) is closed as `expired`
+   * and its event dropped. A delivery closed here stays in the log until the next prune.
+   */
+  async prune(now = new Date()): Promise<{ events: number; expired: number }> {
     const before = new Date(now.getTime() - this.deps.settings.event_retention_days * 86_400_000);
+    const windowStart = new Date(now.getTime() - retryWindowMs(this.deps.settings));
     return this.deps.orm.em.fork().transactional(async (em) => {
       await em.execute('delete from webhook_attempts where attempted_at < ?', [before], 'run');
       await em.execute(
@@ -104,12 +150,20 @@ export class WebhookDeliverer {
         [before],
         'run',
       );
+      const expired = await em.execute<{ affectedRows?: number }>(
+        `update webhook_deliveries d set status = 'expired', next_attempt_at = null, last_error = 'event_expired'
+           from events e
+          where e.id = d.event_id and e.created_at < ? and d.status = 'pending' and d.created_at < ?`,
+        [before, windowStart],
+        'run',
+      );
       const res = await em.execute<{ affectedRows?: number }>(
-        'delete from events where created_at < ?',
+        `delete from events e where e.created_at < ?
+            and not exists (select 1 from webhook_deliveries d where d.event_id = e.id and d.status = 'pending')`,
         [before],
         'run',
       );
-      return { events: res.affectedRows ?? 0 };
+      return { events: res.affectedRows ?? 0, expired: expired.affectedRows ?? 0 };
     });
   }
 
@@ -133,17 +187,35 @@ export class WebhookDeliverer {
   /**
    * Sends the endpoint's due deliveries in sequence order until none is due or one fails. It re-reads what is
    * due after each batch, so events written while it runs are sent by it (their own drain request is folded
-   * into this job); one committed just as it finishes waits for the next sweep.
+   * into this job); one committed just as it finishes waits for the next sweep. A delivery whose event was
+   * pruned meanwhile is closed as `expired`, never left pending.
+   *
+   * Fair between accounts: a drain holds one of this process's `delivery_concurrency` slots while it runs.
+   * An account's first drain starts whenever a slot is free; a second and further ones of the same account
+   * only while more than a quarter of the slots stay free for other accounts. A drain that may not start
+   * answers `deferred` (the worker runs it again shortly), so endpoints that answer slowly hold at most
+   * three quarters of the slots, and another account's deliveries always find one.
    */
-  async drain(endpointId: string): Promise<{ attempted: number; succeeded: number }> {
+  async drain(endpointId: string): Promise<{ attempted: number; succeeded: number } | 'deferred'> {
+    const first = await this.endpoint(endpointId);
+    if (!first?.enabled) return { attempted: 0, succeeded: 0 };
+    if (!this.slots.take(first.account_id)) return 'deferred';
+    try {
+      return await this.send(endpointId);
+    } finally {
+      this.slots.release(first.account_id);
+    }
+  }
+
+  private async send(endpointId: string): Promise<{ attempted: number; succeeded: number }> {
     let attempted = 0;
     let succeeded = 0;
     for (;;) {
       const endpoint = await this.endpoint(endpointId);
       if (!endpoint?.enabled) break;
-      const due = await this.sql.execute<DueRow[]>(
+      const due = await this.sql.execute<(Omit<DueRow, 'type'> & { type: string | null })[]>(
         `select d.id, d.event_id, d.attempts, e.type, e.data, e.created_at as event_created_at
-           from webhook_deliveries d join events e on e.id = d.event_id
+           from webhook_deliveries d left join events e on e.id = d.event_id
           where d.endpoint_id = ? and d.status = 'pending' and d.next_attempt_at <= now()
           order by d.event_seq limit ${DRAIN_BATCH}`,
         [endpointId],
@@ -152,8 +224,12 @@ export class WebhookDeliverer {
       if (due.length === 0) break;
       let stop = false;
       for (const delivery of due) {
+        if (delivery.type === null) {
+          await this.expire([delivery.id]);
+          continue;
+        }
         attempted++;
-        const outcome = await this.attempt(endpoint, delivery);
+        const outcome = await this.attempt(endpoint, delivery as DueRow);
         if (outcome.kind === 'succeeded') {
           succeeded++;
           continue;
@@ -166,6 +242,16 @@ export class WebhookDeliverer {
     return { attempted, succeeded };
   }
 
+  /** Closes pending deliveries whose event is gone (pruned) as `expired`. */
+  private async expire(deliveryIds: readonly string[]): Promise<void> {
+    await this.sql.execute(
+      `update webhook_deliveries set status = 'expired', next_attempt_at = null, last_error = 'event_expired'
+        where id = any(?::text[]) and status = 'pending'`,
+      [`{${deliveryIds.join(',')}}`],
+      'run',
+    );
+  }
+
   private async endpoint(id: string): Promise<EndpointRow | undefined> {
     const [row] = await this.sql.execute<EndpointRow[]>(
       `select id, account_id, url, enabled, secret, previous_secret, previous_secret_expires_at, failing_since
@@ -173,7 +259,32 @@ export class WebhookDeliverer {
       [id],
       'all',
     );
-    return row;
+    if (!row) return undefined;
+    const secret = this.opened(row.secret, id, 'webhook deliveries held: the secret cannot be opened');
+    if (secret === undefined) return undefined;
+    const previousSigns =
+      row.previous_secret !== null &&
+      row.previous_secret_expires_at !== null &&
+      new Date(row.previous_secret_expires_at) > new Date();
+    const previous = previousSigns
+      ? this.opened(row.previous_secret!, id, 'webhook previous secret left out: it cannot be opened')
+      : undefined;
+    return { ...row, secret, previous_secret: previous ?? null };
+  }
+
+  /** A stored secret opened, or undefined with a warning (once per process and problem). */
+  private opened(stored: string, endpointId: string, consequence: string): string | undefined {
+    try {
+      return this.deps.secrets.open(stored, endpointSecretContext(endpointId));
+    } catch (err) {
+      if (!(err instanceof SecretOpenError)) throw err;
+      const key = `${consequence}\n${err.message}`;
+      if (!this.warned.has(key)) {
+        this.warned.add(key);
+        this.deps.logger.warn({ endpoint: endpointId, kid: err.kid, reason: err.message }, consequence);
+      }
+      return undefined;
+    }
   }
 
   /** One attempt of one delivery: send, log, and move the delivery (and the endpoint) on. */
@@ -261,7 +372,7 @@ export class WebhookDeliverer {
           a.result?.status ?? null,
           a.latencyMs,
           error,
-          a.result ? a.result.body.slice(0, LOGGED_BODY) : null,
+          a.result ? loggedBody(a.result.body) : null,
         ],
         'run',
       );
@@ -343,6 +454,25 @@ export class WebhookDeliverer {
     const wait = outcome.afterMs ?? Math.max(0, base + (Math.random() * 2 - 1) * jitter);
     return { schedule: new Date(now.getTime() + wait), failing: false };
   }
+}
+
+/**
+ * The receiver's answer as the delivery log keeps it: its first LOGGED_BODY characters, as text PostgreSQL
+ * accepts whatever the receiver sent (a NUL, which `text` refuses, and a UTF-16 half left by the cut
+ * become U+FFFD; invalid UTF-8 was already replaced when the answer was decoded).
+ */
+export function loggedBody(body: string): string {
+  return body.slice(0, LOGGED_BODY).replaceAll('\u0000', '\uFFFD').toWellFormed();
+}
+
+/**
+ * How long after its event a delivery may still be retried: every wait of the schedule at its longest
+ * (jitter, or a receiver's capped Retry-After, whichever is longer). Retention keeps an event this long at
+ * least while a delivery of it is pending.
+ */
+export function retryWindowMs(s: WebhooksSettings): number {
+  const longest = (wait: number) => Math.max(wait * (1 + s.retry_jitter_pct / 100), s.retry_after_max_s);
+  return s.retry_schedule_s.reduce((sum, wait) => sum + longest(wait), 0) * 1000;
 }
 
 function classify(

@@ -38,10 +38,14 @@ export const EventSequenceSchema = defineEntity({
   },
 });
 
-export const DELIVERY_STATUSES = ['pending', 'succeeded', 'failed'] as const;
+/** `expired`: its event was pruned (retention) before it could be delivered. */
+export const DELIVERY_STATUSES = ['pending', 'succeeded', 'failed', 'expired'] as const;
 export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
 
-/** Where an account's events go. The secret signs (Standard Webhooks); it is shown once, at creation. */
+/**
+ * Where an account's events go. The secret signs (Standard Webhooks); it is shown once, at creation, and
+ * stored sealed under the operator's key (secrets.ts), as is the previous one.
+ */
 export const WebhookEndpointSchema = defineEntity({
   name: 'WebhookEndpoint',
   tableName: 'webhook_endpoints',
@@ -56,9 +60,9 @@ export const WebhookEndpointSchema = defineEntity({
     /** Only alerts of these watchlists (null: every watchlist). */
     watchlistIds: p.json<string[]>().nullable(),
     enabled: p.boolean(),
-    secret: p.string().length(100),
+    secret: p.string().length(255),
     /** The secret before the last rotation: it keeps signing beside the new one until it expires. */
-    previousSecret: p.string().length(100).nullable(),
+    previousSecret: p.string().length(255).nullable(),
     previousSecretExpiresAt: p.datetime().nullable(),
     disabledAt: p.datetime().nullable(),
     disabledReason: p.string().length(200).nullable(),

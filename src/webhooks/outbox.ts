@@ -63,7 +63,10 @@ export async function appendEvents(
   const deliveries = await em.execute<{ endpoint_id: string }[]>(
     `insert into webhook_deliveries (id, account_id, endpoint_id, event_id, event_seq, status, attempts,
             next_attempt_at, created_at)
-     select 'whd_' || substr(md5(w.id || e.id), 1, 28), e.account_id, w.id, e.id, e.seq, 'pending', 0, ?::timestamptz,
+     select 'whd_' || substr(md5(w.id || e.id), 1, 28), e.account_id, w.id, e.id, e.seq, 'pending', 0,
+            -- behind the endpoint's back-off while it fails: never sent before the deliveries it follows
+            greatest(?::timestamptz, (select max(p.next_attempt_at) from webhook_deliveries p
+                                       where p.endpoint_id = w.id and p.status = 'pending')),
             ?::timestamptz
        from jsonb_to_recordset(?::jsonb) as e(id text, account_id text, seq bigint, type text, watchlist_id text)
        join webhook_endpoints w on w.account_id = e.account_id and w.enabled

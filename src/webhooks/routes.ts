@@ -41,6 +41,9 @@ const BAD_ENDPOINT =
   'private, loopback, link-local or metadata address, a local-only name); `invalid_request`: a malformed ' +
   'field, an unknown event type, or a `watchlist_ids` item that is not a watchlist of the account ' +
   '(`errors[]` names its index)';
+const NO_SECRETS_KEY =
+  '`secrets_key_missing`: secrets are stored encrypted, and the operator has configured no key ' +
+  '(`RISKWATCH_SECRETS_KEY`); or `dependency_unavailable`';
 
 /**
  * The key's account's webhook endpoints, their deliveries and the event log (API key + entitlement), every
@@ -65,6 +68,7 @@ export function webhookRoutes(webhooks: WebhooksService) {
         201: { description: 'Created; `secret` is shown this once', schema: createdEndpointSchema },
         400: { description: BAD_ENDPOINT },
         409: { description: '`limit_exceeded`: the account has 50 endpoints' },
+        503: { description: NO_SECRETS_KEY },
       },
       handler: async (ctx, { body }) => ({
         status: 201 as const,
@@ -157,6 +161,7 @@ export function webhookRoutes(webhooks: WebhooksService) {
       responses: {
         200: { description: 'The new secret', schema: rotatedSecretSchema },
         404: { description: ENDPOINT_404 },
+        503: { description: NO_SECRETS_KEY },
       },
       handler: async (ctx, { params }) => ({
         body: presentRotatedSecret(await webhooks.rotateSecret(account(ctx), params.id)),

@@ -118,7 +118,7 @@ const endpointShape = {
   created_at: z.string(),
   updated_at: z.string(),
   stats: z
-    .object({ pending: z.int(), succeeded: z.int(), failed: z.int() })
+    .object({ pending: z.int(), succeeded: z.int(), failed: z.int(), expired: z.int() })
     .meta({ description: 'Its deliveries by status (those kept: `webhooks.event_retention_days`).' }),
 };
 
@@ -204,7 +204,11 @@ export const deliverySchema = z
     event_id: z.string().meta({ description: 'Also the `webhook-id` header: the same on every retry.' }),
     event_type: z.string().nullable(),
     event_seq: z.int(),
-    status: z.enum(DELIVERY_STATUSES),
+    status: z.enum(DELIVERY_STATUSES).meta({
+      description:
+        '`pending` until it succeeds, `failed` once its retry schedule is spent (or the receiver answered ' +
+        '410), `expired` when its event was pruned (`webhooks.event_retention_days`) before it was delivered.',
+    }),
     attempts: z.int(),
     next_attempt_at: z.string().nullable().meta({ description: 'When it is tried next (`pending`).' }),
     last_attempt_at: z.string().nullable(),

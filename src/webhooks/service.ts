@@ -16,6 +16,7 @@ import {
   type EventsQuery,
   type NewEndpoint,
 } from './schemas.js';
+import { endpointSecretContext, SecretBox } from './secrets.js';
 import type { WebhookUrlPolicy } from './ssrf.js';
 
 /*
@@ -23,7 +24,8 @@ import type { WebhookUrlPolicy } from './ssrf.js';
  * (written by the outbox and the delivery workers), redelivery and recovery, and the pull-able event log.
  * Nothing is sent here: state changes make deliveries due, and the workers are asked to drain the endpoint
  * (`webhook-drain`); the periodic sweep finds anything a failed enqueue left behind. Every query names the
- * caller's account, so another account's id is simply not found.
+ * caller's account, so another account's id is simply not found. Signing secrets are stored sealed
+ * (secrets.ts): without a key to seal them, no endpoint is created or rotated.
  */
 
 /** Endpoints an account may have. */
@@ -39,6 +41,8 @@ export interface WebhooksOptions {
   secretOverlapS: number;
   /** `webhooks.event_retention_days`: older events are not served (and are pruned). */
   eventRetentionDays: number;
+  /** Seals the signing secrets (`webhooks.secrets_key`). */
+  secrets: SecretBox;
   maxEndpointsPerAccount?: number;
 }
 
@@ -46,6 +50,7 @@ export interface DeliveryStats {
   pending: number;
   succeeded: number;
   failed: number;
+  expired: number;
 }
 
 export interface EndpointView {
@@ -230,11 +235,13 @@ export class WebhooksService {
 
   // ---- endpoints ----------------------------------------------------------------------------------
 
-  /** Creates an endpoint with a fresh secret, returned here only. */
+  /** Creates an endpoint with a fresh secret, returned here only (stored sealed). */
   async createEndpoint(accountId: string, input: NewEndpoint): Promise<CreatedEndpointView> {
     const url = this.checkUrl(input.url);
+    const box = this.sealer();
     const secret = newSecret();
     const now = new Date();
+    const id = newId('we', now.getTime());
     const row = await this.orm.em.fork().transactional(async (em) => {
       // Concurrent creations of one account are counted one after the other.
       const account = await lockAccount(em, accountId);
@@ -259,14 +266,14 @@ export class WebhooksService {
                 ?::timestamptz)
          returning ${ENDPOINT_COLUMNS}`,
         [
-          newId('we', now.getTime()),
+          id,
           accountId,
           url,
           input.description ?? null,
           JSON.stringify(input.events),
           input.watchlist_ids ? JSON.stringify(unique(input.watchlist_ids)) : null,
           enabled,
-          secret,
+          box.seal(secret, endpointSecretContext(id)),
           enabled ? null : now.toISOString(),
           enabled ? null : DISABLED_BY_ACCOUNT,
           now.toISOString(),
@@ -397,19 +404,31 @@ export class WebhooksService {
    * `secretOverlapS` (a secret rotated before was already dropped: two sign at most).
    */
   async rotateSecret(accountId: string, id: string): Promise<RotatedSecret> {
+    const box = this.sealer();
+    const context = endpointSecretContext(id);
     const secret = newSecret();
     const now = new Date();
     const expiresAt = new Date(now.getTime() + this.options.secretOverlapS * 1000);
-    const [row] = await this.run<{ previous_secret_expires_at: Time }[]>(
-      `update webhook_endpoints
-          set previous_secret = secret, previous_secret_expires_at = ?::timestamptz, secret = ?,
-              updated_at = ?::timestamptz
-        where id = ? and account_id = ?
-        returning previous_secret_expires_at`,
-      [expiresAt.toISOString(), secret, now.toISOString(), id, accountId],
-    );
-    if (!row) throw endpointNotFound(id);
-    return { secret, previousSecretExpiresAt: time(row.previous_secret_expires_at) };
+    await this.orm.em.fork().transactional(async (em) => {
+      const [current] = await em.execute<{ secret: string }[]>(
+        'select secret from webhook_endpoints where id = ? and account_id = ? for update',
+        [id, accountId],
+      );
+      if (!current) throw endpointNotFound(id);
+      // A secret stored before encryption is sealed as it becomes the previous one.
+      const previous = SecretBox.isSealed(current.secret)
+        ? current.secret
+        : box.seal(current.secret, context);
+      await em.execute(
+        `update webhook_endpoints
+            set previous_secret = ?, previous_secret_expires_at = ?::timestamptz, secret = ?,
+                updated_at = ?::timestamptz
+          where id = ? and account_id = ?`,
+        [previous, expiresAt.toISOString(), box.seal(secret, context), now.toISOString(), id, accountId],
+        'run',
+      );
+    });
+    return { secret, previousSecretExpiresAt: expiresAt };
   }
 
   /**
@@ -584,6 +603,17 @@ export class WebhooksService {
 
   // ---- helpers ------------------------------------------------------------------------------------
 
+  /** The secrets box when it has a key to seal new secrets under, or `secrets_key_missing`. */
+  private sealer(): SecretBox {
+    if (this.options.secrets.kid === undefined)
+      throw new AppError(
+        'secrets_key_missing',
+        'Webhook signing secrets are stored encrypted, and this installation has no key to encrypt them ' +
+          'with: its operator must set RISKWATCH_SECRETS_KEY. No endpoint can be created or rotated until then.',
+      );
+    return this.options.secrets;
+  }
+
   /** The URL as stored (normalised), or `invalid_webhook_url` with the SSRF guard's reason. */
   private checkUrl(raw: string): string {
     const checked = this.options.urlPolicy.checkUrl(raw);
@@ -675,7 +705,7 @@ export class WebhooksService {
 
 const unique = (ids: readonly string[]) => [...new Set(ids)];
 
-const emptyStats = (): DeliveryStats => ({ pending: 0, succeeded: 0, failed: 0 });
+const emptyStats = (): DeliveryStats => ({ pending: 0, succeeded: 0, failed: 0, expired: 0 });
 
 function endpointOf(r: EndpointRow, stats: DeliveryStats = emptyStats()): EndpointView {
   const previousExpires = timeOrNull(r.previous_secret_expires_at);

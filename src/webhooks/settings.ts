@@ -1,8 +1,21 @@
 import { z } from 'zod';
 import { bool, csv, int, type EnvVars } from '../platform/config.js';
+import { parseSecretsKey } from './secrets.js';
 import { parseAllowList } from './ssrf.js';
 
-/** Webhook delivery: the retry schedule, the receiver limits, the SSRF allow list, the event retention. */
+/** A key of the secrets box (secrets.ts): the message says what is wrong, never the value. */
+const checkKey = (key: string, ctx: z.RefinementCtx, path: PropertyKey[] = []) => {
+  try {
+    parseSecretsKey(key);
+  } catch (err) {
+    ctx.addIssue({ code: 'custom', message: (err as Error).message, path });
+  }
+};
+
+/**
+ * Webhook delivery: the retry schedule, the receiver limits, the SSRF allow list, the event retention, and
+ * the keys the signing secrets are sealed under.
+ */
 export const webhooksSettings = z.object({
   /**
    * Seconds to wait before each retry after a failed attempt (the first attempt is at once). The default,
@@ -38,6 +51,15 @@ export const webhooksSettings = z.object({
   delivery_concurrency: int(1, 1024),
   /** Days events are kept for `GET /api/v1/events` (and deliveries with their attempts). */
   event_retention_days: int(1, 3650),
+  /**
+   * The key signing secrets are sealed under at rest (AES-256-GCM): 32 bytes, hex or base64. Empty: no
+   * endpoint can be created or rotated (503 `secrets_key_missing`) and sealed secrets cannot sign.
+   */
+  secrets_key: z.string().superRefine((key, ctx) => {
+    if (key !== '') checkKey(key, ctx);
+  }),
+  /** Keys before the current one, during a key rotation: they open secrets, never seal them. */
+  secrets_previous_keys: csv.superRefine((keys, ctx) => keys.forEach((key, i) => checkKey(key, ctx, [i]))),
 });
 
 export type WebhooksSettings = z.infer<typeof webhooksSettings>;
@@ -54,4 +76,6 @@ export const WEBHOOKS_ENV_VARS: EnvVars = {
   RISKWATCH_WEBHOOK_ALLOW_HTTP: 'webhooks.allow_http',
   RISKWATCH_WEBHOOK_DELIVERY_CONCURRENCY: 'webhooks.delivery_concurrency',
   RISKWATCH_EVENT_RETENTION_DAYS: 'webhooks.event_retention_days',
+  RISKWATCH_SECRETS_KEY: 'webhooks.secrets_key',
+  RISKWATCH_SECRETS_PREVIOUS_KEYS: 'webhooks.secrets_previous_keys',
 };

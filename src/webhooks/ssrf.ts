@@ -198,6 +198,13 @@ export class WebhookUrlPolicy {
     } catch {
       return refuse('the URL is not a valid absolute URL');
     }
+    // Normalised (percent-encoding, punycode) a URL can be several times longer than it was sent: the
+    // stored form, `href`, is what must fit.
+    if (url.href.length > MAX_WEBHOOK_URL_LENGTH)
+      return refuse(
+        `the URL is longer than ${MAX_WEBHOOK_URL_LENGTH} characters once normalised (${url.href.length}: ` +
+          'non-ASCII characters are percent-encoded or written as punycode)',
+      );
     if (url.protocol !== 'https:' && url.protocol !== 'http:')
       return refuse(`the scheme ${url.protocol} is not allowed: use https`);
     if (url.protocol === 'http:' && !this.allowHttp)

@@ -138,9 +138,19 @@ describe('watchlists API (built service over HTTP)', () => {
         deep_schedule: '0 3 * * *',
         thresholds: { balance_change_pct: 10 },
         entry_count: 0,
+        next_tick_at: expect.any(String) as unknown,
+        next_deep_at: expect.any(String) as unknown,
         created_at: expect.any(String) as unknown,
         updated_at: created.created_at,
       });
+      // The due times are the crons' next runs after creation (UTC): the next 5th minute, the next 03:00.
+      const createdAt = Date.parse(created.created_at);
+      const tick = Date.parse(created.next_tick_at!);
+      expect(tick).toBeGreaterThan(createdAt);
+      expect(tick - createdAt).toBeLessThanOrEqual(5 * 60_000);
+      expect(new Date(tick).getUTCMinutes() % 5).toBe(0);
+      expect(new Date(created.next_deep_at!).getUTCHours()).toBe(3);
+      expect(Date.parse(created.next_deep_at!) - createdAt).toBeLessThanOrEqual(86_400_000);
       expect(await expectJson(await call(acme, `/${created.id}`), 200)).toEqual(created);
 
       const changed = await expectJson<WatchlistBody>(
@@ -156,7 +166,10 @@ describe('watchlists API (built service over HTTP)', () => {
         schedule: '* * * * *',
         deep_schedule: '0 3 * * *',
         thresholds: { balance_change_pct: 2.5 },
+        next_deep_at: created.next_deep_at,
       });
+      // A changed schedule is due at its own next run: the next minute.
+      expect(Date.parse(changed.next_tick_at!) - Date.parse(changed.updated_at)).toBeLessThanOrEqual(60_000);
       expect(Date.parse(changed.updated_at)).toBeGreaterThanOrEqual(Date.parse(created.updated_at));
 
       const other = await createList(acme, {
@@ -403,7 +416,13 @@ describe('watchlists API (built service over HTTP)', () => {
         const limited = new WatchlistsService(
           orm,
           { networks, resolve: (c, n) => resolveNetwork(c, n, { networks, configured: networks }) },
-          { defaultSchedule: '*/5 * * * *', defaultDeepSchedule: '0 3 * * *', maxEntriesPerAccount: 5 },
+          {
+            defaultSchedule: '*/5 * * * *',
+            defaultDeepSchedule: '0 3 * * *',
+            maxEntriesPerAccount: 5,
+            maxWatchlistsPerAccount: 1000,
+            rescanMinIntervalS: 300,
+          },
         );
         const initech = await db.customer('initech');
         const accountId = initech.account.id;
@@ -786,6 +805,7 @@ describe('watchlists API (built service over HTTP)', () => {
       const body = await expectJson<RescanAcceptedBody>(accepted, 202);
       expect(body).toEqual({
         rescan_id: expect.stringMatching(/^rsc_[0-9a-f]{28}$/) as unknown,
+        status: 'queued',
         status_url: `/api/v1/watchlists/${list.id}/rescans/${body.rescan_id}`,
       });
       expect(accepted.headers.get('location')).toBe(body.status_url);

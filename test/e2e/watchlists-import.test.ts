@@ -29,13 +29,35 @@ interface CliRun {
   ms: number;
 }
 
+/**
+ * Loaded before the CLI by `runCli(..., { maxRss: true })`: prints the process's peak resident set size
+ * (`process.resourceUsage().maxRSS`, KiB) as the last line of stderr, however the process exits.
+ */
+const PRINT_MAX_RSS =
+  'data:text/javascript,' +
+  encodeURIComponent(
+    "import { writeSync } from 'node:fs';" +
+      "process.on('exit', () => writeSync(2, `max_rss_kib=${process.resourceUsage().maxRSS}\\n`));",
+  );
+
+/** The peak RSS, in MiB, a run with `maxRss` printed on its stderr. */
+const maxRssMiB = (stderr: string) => {
+  const kib = /^max_rss_kib=(\d+)$/m.exec(stderr)?.[1];
+  if (kib === undefined) throw new Error(`no max_rss_kib line in stderr:\n${stderr.slice(-2000)}`);
+  return Number(kib) / 1024;
+};
+
 /** Runs the built CLI; resolves with its exit code and output whatever the code. */
-function runCli(env: Record<string, string>, args: string[]): Promise<CliRun> {
+function runCli(
+  env: Record<string, string>,
+  args: string[],
+  opts: { maxRss?: boolean } = {},
+): Promise<CliRun> {
   const started = performance.now();
   return new Promise((resolve) => {
     execFile(
       process.execPath,
-      [MAIN, ...args],
+      [...(opts.maxRss ? ['--import', PRINT_MAX_RSS] : []), MAIN, ...args],
       { env: { ...process.env, ...env }, cwd: PROJECT_ROOT, maxBuffer: 64 * 1024 * 1024 },
       (err, stdout, stderr) => {
         const code = err ? (typeof err.code === 'number' ? err.code : -1) : 0;
@@ -89,7 +111,13 @@ describe('riskwatch watchlists import (built CLI)', () => {
     watchlists = new WatchlistsService(
       orm,
       { networks, resolve: (c, n) => resolveNetwork(c, n, { networks, configured: networks }) },
-      { defaultSchedule: '*/5 * * * *', defaultDeepSchedule: '0 3 * * *', maxEntriesPerAccount: 1_000_000 },
+      {
+        defaultSchedule: '*/5 * * * *',
+        defaultDeepSchedule: '0 3 * * *',
+        maxEntriesPerAccount: 1_000_000,
+        maxWatchlistsPerAccount: 1000,
+        rescanMinIntervalS: 300,
+      },
     );
     sql = new pg.Client({ connectionString: testEnv.env.DATABASE_URL });
     await sql.connect();
@@ -239,4 +267,99 @@ describe('riskwatch watchlists import (built CLI)', () => {
     });
     expect(await entryCount(list.id)).toBe(1);
   });
+
+  it('imports a long but legal row, and reports a long field as a failed row, not a stop', async () => {
+    const longest = evmAddress();
+    // Every column at its longest: a 200-character label of quotes, commas and 4-byte characters.
+    const label = `"v,i"p 😀${'é,"'.repeat(64)}`.slice(0, 200);
+    const csvLabel = `"${label.replaceAll('"', '""')}"`;
+    const rows = [
+      'target,chain,network,label,target_type',
+      `${longest},ethereum,mainnet,${csvLabel},wallet`, // 2: created
+      `${evmAddress()},,,${'x'.repeat(20_000)},`, // 3: a 20,000-character label: a failed row
+      `${solanaAddress()},solana,mainnet,after,`, // 4: created
+    ];
+    const file = join(tmp, 'long-rows.csv');
+    writeFileSync(file, rows.join('\n') + '\n');
+    const list = await watchlists.createWatchlist(acme.account.id, { name: 'long rows' });
+    const res = await importFile('acme', list.id, file);
+    expect(res.code, res.stderr).toBe(0);
+    expect(res.summary).toMatchObject({ rows: 3, created: 2, failed: 1 });
+    expect(res.summary!.errors.map((e) => [e.line, e.code])).toEqual([[3, 'invalid_request']]);
+    expect(res.summary!.aborted).toBeUndefined();
+    const stored = await sql.query<{ label: string; target_type: string }>(
+      `select label, target_type from watchlist_entries where watchlist_id = $1 and chain = 'ethereum'`,
+      [list.id],
+    );
+    expect(stored.rows).toEqual([{ label, target_type: 'wallet' }]);
+  });
+
+  it('keeps every row before a CSV error mid-file, those parsed with it included', async () => {
+    // The error comes in the same 64 KiB chunk as hundreds of rows csv-parse has parsed but not yet
+    // handed over: they are imported too, not dropped with the stream.
+    const before = 3000;
+    let rows = 'target,label\n';
+    for (let i = 0; i < before; i++) rows += `${evmAddress()},row ${i}\n`;
+    rows += `${evmAddress()},"closed"then more\n`; // line 3002: a character after the closing quote
+    for (let i = 0; i < 100; i++) rows += `${evmAddress()},after\n`;
+    const file = join(tmp, 'bad-quote.csv');
+    writeFileSync(file, rows);
+    const list = await watchlists.createWatchlist(acme.account.id, { name: 'bad quote' });
+    const run = await runCli(testEnv.env, ['watchlists', 'import', 'acme', list.id, file]);
+    expect(run.code, run.stderr).toBe(1);
+    const summary = JSON.parse(run.stdout) as ImportSummaryBody;
+    expect(summary).toMatchObject({ rows: before, created: before, failed: 0 });
+    expect(summary.aborted).toContain('Invalid Closing Quote');
+    expect(summary.aborted).toContain(`at line ${before + 2}`);
+    expect(await entryCount(list.id)).toBe(before);
+  });
+
+  it('stops at a record over the size cap (an unclosed quote), naming its line, in bounded memory', async () => {
+    // 3,000 rows, an empty line, then a row whose quote never closes: the 100 MiB after it would be one
+    // field. Without the cap csv-parse buffers all of it (a peak RSS ~220 MiB over the import's own) and
+    // fails at the end of the file.
+    const before = 3000;
+    const badLine = before + 3; // the header, 3,000 rows, the empty line
+    let rows = 'target,label\n';
+    for (let i = 0; i < before; i++) rows += `${evmAddress()},row ${i}\n`;
+    const good = join(tmp, 'unclosed-quote-before.csv');
+    writeFileSync(good, rows);
+    const file = join(tmp, 'unclosed-quote.csv');
+    const out = createWriteStream(file);
+    out.write(`${rows}\n${evmAddress()},"unclosed quote\n`);
+    const filler = Buffer.from(`${evmAddress()},swallowed by the open quote\n`.repeat(2000));
+    const fileMiB = 100;
+    for (let written = 0; written < fileMiB * 1024 * 1024; written += filler.length)
+      if (!out.write(filler)) await once(out, 'drain');
+    out.end();
+    await once(out, 'finish');
+
+    const list = await watchlists.createWatchlist(acme.account.id, { name: 'unclosed quote' });
+    const run = await runCli(testEnv.env, ['watchlists', 'import', 'acme', list.id, file], { maxRss: true });
+    expect(run.code, run.stderr).toBe(1);
+    const summary = JSON.parse(run.stdout) as ImportSummaryBody;
+    // Every row before the bad one is imported, those csv-parse had parsed but not handed over included.
+    expect(summary).toMatchObject({ rows: before, created: before, failed: 0 });
+    expect(await entryCount(list.id)).toBe(before);
+    const refusal = `${file} is not valid CSV: line ${badLine}: the row is over the 64 KiB limit on a row`;
+    expect(summary.aborted).toContain(refusal);
+    expect(summary.aborted).toContain(`The import stopped there: the ${before} rows before it were imported`);
+    expect(run.stderr).toContain(`invalid_request: ${refusal}`);
+
+    // The peak RSS is that of importing the same rows without the bad one (the CLI's own is ~200 MiB).
+    const baselineList = await watchlists.createWatchlist(acme.account.id, {
+      name: 'unclosed quote, baseline',
+    });
+    const baseline = await runCli(testEnv.env, ['watchlists', 'import', 'acme', baselineList.id, good], {
+      maxRss: true,
+    });
+    expect(baseline.code, baseline.stderr).toBe(0);
+    const peak = maxRssMiB(run.stderr);
+    const base = maxRssMiB(baseline.stderr);
+    console.log(
+      `watchlists import: a ${fileMiB} MiB file with an unclosed quote refused at a peak RSS of ` +
+        `${Math.round(peak)} MiB (${Math.round(base)} MiB importing its ${before} rows alone)`,
+    );
+    expect(peak - base).toBeLessThan(50);
+  }, 120_000);
 });

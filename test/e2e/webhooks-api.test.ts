@@ -4,6 +4,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectOrm, type Orm } from '../../src/db/orm.js';
 import type { WatchlistBody } from '../../src/watchlists/schemas.js';
+import { endpointSecretContext, SecretBox } from '../../src/webhooks/secrets.js';
 import { appendEvents, type NewEvent } from '../../src/webhooks/outbox.js';
 import type {
   CreatedEndpointBody,
@@ -87,13 +88,27 @@ describe('webhooks and events API (built service over HTTP)', () => {
       await call(customer, '/watchlists', { method: 'POST', body: { name: 'hooks' } }),
       201,
     );
-  const endpointRow = async (id: string) =>
-    (
+  /** The endpoint's row, its secrets opened with the service's key (they are stored sealed). */
+  const endpointRow = async (id: string) => {
+    const box = SecretBox.fromSettings({
+      secrets_key: testEnv.env.RISKWATCH_SECRETS_KEY!,
+      secrets_previous_keys: [],
+    });
+    const [row] = (
       await sql.query<{ secret: string; previous_secret: string | null; enabled: boolean }>(
         'select secret, previous_secret, enabled from webhook_endpoints where id = $1',
         [id],
       )
-    ).rows[0];
+    ).rows;
+    if (!row) return undefined;
+    expect(SecretBox.isSealed(row.secret)).toBe(true);
+    const open = (stored: string) => box.open(stored, endpointSecretContext(id));
+    return {
+      ...row,
+      secret: open(row.secret),
+      previous_secret: row.previous_secret === null ? null : open(row.previous_secret),
+    };
+  };
   /** The webhook-drain jobs waiting in Redis (no worker runs here), by endpoint. */
   const waitingDrains = async (): Promise<string[]> => {
     const redis = new Redis(REDIS_URL, { maxRetriesPerRequest: 1 });
@@ -158,7 +173,7 @@ describe('webhooks and events API (built service over HTTP)', () => {
         stats: { pending: 0, succeeded: 0, failed: 0 },
         secret: expect.stringMatching(SECRET) as unknown,
       });
-      // Stored as is: it must sign.
+      // Stored sealed, and opens to the secret shown: it must sign.
       expect((await endpointRow(created.id))?.secret).toBe(created.secret);
 
       const shown: Partial<CreatedEndpointBody> = { ...created };

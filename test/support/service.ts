@@ -1,4 +1,5 @@
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -25,7 +26,10 @@ export interface TestEnv {
   dropDatabase: () => Promise<void>;
 }
 
-/** A migrated database and a Redis prefix of the test file's own, as environment for the service. */
+/**
+ * A migrated database, a Redis prefix and a webhook secrets key of the test file's own, as environment for
+ * the service (`RISKWATCH_SECRETS_KEY: ''` in `extra` runs it without a key).
+ */
 export async function prepareEnv(extra: Record<string, string> = {}): Promise<TestEnv> {
   const db = await createTestDatabase();
   const env = {
@@ -33,6 +37,7 @@ export async function prepareEnv(extra: Record<string, string> = {}): Promise<Te
     REDIS_URL,
     REDIS_KEY_PREFIX: testRedisPrefix(),
     LOG_LEVEL: 'warn',
+    RISKWATCH_SECRETS_KEY: randomBytes(32).toString('hex'),
     ...extra,
   };
   await cli(env, ['migrate']);

@@ -40,8 +40,10 @@ interface ComposeFile {
 
 const RISKWATCH_ROLES = ['migrate', 'api', 'worker', 'scheduler'] as const;
 
-/** What an operator must put in .env: compose has no default for either password. */
+/** What an operator must put in .env: compose has no default for either password, nor for the secrets key. */
 const PASSWORDS = { POSTGRES_PASSWORD: '5f1c0a9e7d3b', REDIS_PASSWORD: '8e2d4c6a0b1f' };
+const SECRETS_KEY = { RISKWATCH_SECRETS_KEY: 'ab'.repeat(32) };
+const REQUIRED = { ...PASSWORDS, ...SECRETS_KEY };
 
 /**
  * Compose's own variable interpolation (`$$`, `$VAR`, `${VAR}`, `${VAR:-default}`, `${VAR-default}`,
@@ -70,9 +72,9 @@ const composeText = () => readFileSync(join(PROJECT_ROOT, 'docker-compose.yml'),
 
 /**
  * The file as Compose sees it: YAML merge keys (`<<: *anchor`) resolved, variables taken from `env` (the
- * required passwords by default) or their defaults.
+ * required passwords and key by default) or their defaults.
  */
-function loadCompose(env: Record<string, string | undefined> = PASSWORDS): ComposeFile {
+function loadCompose(env: Record<string, string | undefined> = REQUIRED): ComposeFile {
   return interpolate(parseYaml(composeText(), { merge: true }), env) as ComposeFile;
 }
 
@@ -177,17 +179,39 @@ describe('docker-compose.yml', () => {
   it('refuses to start without a PostgreSQL or a Redis password, saying how to set it', () => {
     const { POSTGRES_PASSWORD, REDIS_PASSWORD } = PASSWORDS;
     for (const env of [{ REDIS_PASSWORD }, { REDIS_PASSWORD, POSTGRES_PASSWORD: '' }])
-      expect(() => loadCompose(env)).toThrow(
+      expect(() => loadCompose({ ...SECRETS_KEY, ...env })).toThrow(
         /^POSTGRES_PASSWORD: set POSTGRES_PASSWORD in \.env.*openssl rand/,
       );
     for (const env of [{ POSTGRES_PASSWORD }, { POSTGRES_PASSWORD, REDIS_PASSWORD: '' }])
-      expect(() => loadCompose(env)).toThrow(/^REDIS_PASSWORD: set REDIS_PASSWORD in \.env.*openssl rand/);
+      expect(() => loadCompose({ ...SECRETS_KEY, ...env })).toThrow(
+        /^REDIS_PASSWORD: set REDIS_PASSWORD in \.env.*openssl rand/,
+      );
     // Every use of a password is required (`:?`), none falls back to a default.
     const uses = [...composeText().matchAll(/\$\{?(\w*PASSWORD)(\W{0,2})/g)].map(
       ([, name, op]) => `${name}${op}`,
     );
     expect(uses.length).toBeGreaterThanOrEqual(5);
     expect(new Set(uses)).toEqual(new Set(['POSTGRES_PASSWORD:?', 'REDIS_PASSWORD:?']));
+  });
+
+  it('refuses to start without the key of the webhook secrets, saying how to make one', () => {
+    for (const env of [PASSWORDS, { ...PASSWORDS, RISKWATCH_SECRETS_KEY: '' }])
+      expect(() => loadCompose(env)).toThrow(
+        /^RISKWATCH_SECRETS_KEY: set RISKWATCH_SECRETS_KEY in \.env.*openssl rand -hex 32/,
+      );
+    const uses = [...composeText().matchAll(/\$\{(RISKWATCH_SECRETS_KEY)(\W{0,2})/g)].map(
+      ([, n, op]) => `${n}${op}`,
+    );
+    expect(uses).toEqual(['RISKWATCH_SECRETS_KEY:?']);
+    for (const role of RISKWATCH_ROLES)
+      expect(service(role).environment).toMatchObject({
+        ...SECRETS_KEY,
+        RISKWATCH_SECRETS_PREVIOUS_KEYS: '',
+      });
+    // The header's .env line makes every required variable, the key with 32 bytes of hex.
+    expect(composeText()).toMatch(
+      /for v in POSTGRES_PASSWORD REDIS_PASSWORD AGENT_KEYS RISKWATCH_SECRETS_KEY; do echo "\$v=\$\(openssl rand -hex 32\)"; done >\.env/,
+    );
   });
 
   it('gives PostgreSQL the password that DATABASE_URL carries', () => {
@@ -244,7 +268,7 @@ describe('docker-compose.yml', () => {
 
   it('publishes the API port on 127.0.0.1 only, unless the operator opens it', () => {
     expect(service('api').ports).toEqual(['127.0.0.1:8080:8080']);
-    const opened = loadCompose({ ...PASSWORDS, RISKWATCH_BIND: '0.0.0.0', RISKWATCH_PORT: '80' });
+    const opened = loadCompose({ ...REQUIRED, RISKWATCH_BIND: '0.0.0.0', RISKWATCH_PORT: '80' });
     expect(opened.services.api?.ports).toEqual(['0.0.0.0:80:8080']);
     for (const [name, { ports = [] }] of Object.entries(services))
       for (const port of ports) expect(port, name).toMatch(/^127\.0\.0\.1:/);

@@ -82,9 +82,14 @@ function buildRenderer(): string {
   return built.trim();
 }
 
+/** The key webhook signing secrets are encrypted under: the chart renders nothing without one. */
+const SECRETS_KEY = 'c0ffee'.repeat(10) + 'c0de';
+
+/** Renders with `args`, after a secrets key (`--set-string secrets.secretsKey=` in `args` takes it away). */
 function run(args: string[]) {
   if (buildError) throw buildError;
-  const result = spawnSync(binary, [CHART, '--release-name', 'rw', '-n', 'sec', ...args], {
+  const withKey = ['--set-string', `secrets.secretsKey=${SECRETS_KEY}`, ...args];
+  const result = spawnSync(binary, [CHART, '--release-name', 'rw', '-n', 'sec', ...withKey], {
     encoding: 'utf8',
   });
   return { status: result.status, stdout: result.stdout, stderr: result.stderr };
@@ -303,7 +308,7 @@ describe('helm/riskwatch', () => {
     expect(metrics.spec?.selector).not.toHaveProperty(['app.kubernetes.io/component']);
   });
 
-  it('takes DATABASE_URL, REDIS_URL, AGENT_KEYS and JWT_SECRET from the chart-created Secret', () => {
+  it('takes DATABASE_URL, REDIS_URL, AGENT_KEYS, JWT_SECRET and the secrets keys from the chart-created Secret', () => {
     const agentKeys = valuesFile('agent-keys', { secrets: { agentKeys: ['a'.repeat(24), 'b'.repeat(24)] } });
     const manifests = render(...SECRET_VALUES, '-f', agentKeys);
     const secret = find(manifests, 'Secret', 'rw-riskwatch');
@@ -312,9 +317,17 @@ describe('helm/riskwatch', () => {
       REDIS_URL: 'redis://redis.internal:6379',
       AGENT_KEYS: `${'a'.repeat(24)},${'b'.repeat(24)}`,
       JWT_SECRET: '0123456789abcdef0123456789abcdef',
+      RISKWATCH_SECRETS_KEY: SECRETS_KEY,
     });
     const configMap = find(manifests, 'ConfigMap', 'rw-riskwatch');
-    for (const name of ['DATABASE_URL', 'REDIS_URL', 'AGENT_KEYS', 'JWT_SECRET'])
+    for (const name of [
+      'DATABASE_URL',
+      'REDIS_URL',
+      'AGENT_KEYS',
+      'JWT_SECRET',
+      'RISKWATCH_SECRETS_KEY',
+      'RISKWATCH_SECRETS_PREVIOUS_KEYS',
+    ])
       expect(configMap.data, `${name} must not be in the ConfigMap`).not.toHaveProperty([name]);
     for (const role of ['api', 'worker', 'scheduler']) {
       const container = onlyContainer(find(manifests, 'Deployment', `rw-riskwatch-${role}`));
@@ -325,6 +338,12 @@ describe('helm/riskwatch', () => {
         REDIS_URL: { name: 'rw-riskwatch', key: 'REDIS_URL', optional: false },
         AGENT_KEYS: { name: 'rw-riskwatch', key: 'AGENT_KEYS', optional: true },
         JWT_SECRET: { name: 'rw-riskwatch', key: 'JWT_SECRET', optional: true },
+        RISKWATCH_SECRETS_KEY: { name: 'rw-riskwatch', key: 'RISKWATCH_SECRETS_KEY', optional: false },
+        RISKWATCH_SECRETS_PREVIOUS_KEYS: {
+          name: 'rw-riskwatch',
+          key: 'RISKWATCH_SECRETS_PREVIOUS_KEYS',
+          optional: true,
+        },
         ...rpcRefs('rw-riskwatch'),
       });
     }
@@ -452,11 +471,13 @@ describe('helm/riskwatch', () => {
           redisUrl: 'redis',
           agentKeys: 'agents',
           jwtSecret: 'jwt',
+          secretsKey: 'webhook-key',
           rpcUrls: { solanaMainnet: 'solana-rpc' }, // the other networks keep their default keys
         },
       },
     });
-    const manifests = render('-f', file);
+    // The key is the existing Secret's to hold: the chart renders without secrets.secretsKey.
+    const manifests = render('-f', file, '--set-string', 'secrets.secretsKey=');
     expect(manifests.filter((m) => m.kind === 'Secret')).toEqual([]);
     for (const workload of workloads(manifests)) {
       const refs = Object.fromEntries(
@@ -467,6 +488,12 @@ describe('helm/riskwatch', () => {
         REDIS_URL: { name: 'corp-riskwatch', key: 'redis', optional: false },
         AGENT_KEYS: { name: 'corp-riskwatch', key: 'agents', optional: true },
         JWT_SECRET: { name: 'corp-riskwatch', key: 'jwt', optional: true },
+        RISKWATCH_SECRETS_KEY: { name: 'corp-riskwatch', key: 'webhook-key', optional: false },
+        RISKWATCH_SECRETS_PREVIOUS_KEYS: {
+          name: 'corp-riskwatch',
+          key: 'RISKWATCH_SECRETS_PREVIOUS_KEYS',
+          optional: true,
+        },
         ...rpcRefs('corp-riskwatch', (name) =>
           name === 'RISKWATCH_RPC_SOLANA_MAINNET' ? 'solana-rpc' : name,
         ),
@@ -478,6 +505,7 @@ describe('helm/riskwatch', () => {
     const everySecret = valuesFile('every-secret', {
       secrets: {
         agentKeys: ['c'.repeat(24)],
+        secretsPreviousKeys: ['d'.repeat(64)],
         rpcUrls: Object.fromEntries(RPC_URL_VARS.map(({ key }) => [key, [`https://${key}.rpc.example/`]])),
       },
     });
@@ -488,6 +516,32 @@ describe('helm/riskwatch', () => {
     const covered = new Set([...Object.keys(configMap), ...Object.keys(secret)]);
     expect(envNames.filter((name) => !covered.has(name))).toEqual([]);
     expect(configMap).toMatchObject({ PORT: '8080', METRICS_PORT: '9464', LOG_LEVEL: 'info' });
+  });
+
+  it('refuses to render without the key of the webhook secrets, and takes old keys for a rotation', () => {
+    const { status, stdout, stderr } = run([...SECRET_VALUES, '--set-string', 'secrets.secretsKey=']);
+    expect(status).toBe(1);
+    expect(stdout).toBe('');
+    expect(stderr).toMatch(/secrets\.secretsKey is required.*openssl rand -hex 32.*secrets\.existingSecret/);
+    // A key of the wrong shape is refused by the schema, which does not repeat it.
+    const typo = 'not-a-key-but-someones-password';
+    const bad = run(['--set-string', `secrets.secretsKey=${typo}`]);
+    expect(bad.status).toBe(1);
+    expect(bad.stderr).toMatch(/secrets\.secretsKey/);
+    expect(bad.stderr).not.toContain(typo);
+    const base64Key = Buffer.alloc(32, 7).toString('base64');
+    const rotating = valuesFile('rotating-key', {
+      secrets: { secretsKey: base64Key, secretsPreviousKeys: ['e'.repeat(64), 'f'.repeat(64)] },
+    });
+    const args = [...SECRET_VALUES, '-f', rotating];
+    expect(run(args).stdout).not.toContain('e'.repeat(64)); // base64 in the Secrets, nowhere in plain text
+    for (const name of ['rw-riskwatch', 'rw-riskwatch-migrate'])
+      expect(decode(find(render(...args), 'Secret', name).data)).toMatchObject({
+        RISKWATCH_SECRETS_KEY: base64Key,
+        RISKWATCH_SECRETS_PREVIOUS_KEYS: `${'e'.repeat(64)},${'f'.repeat(64)}`,
+      });
+    const badOld = valuesFile('bad-old-key', { secrets: { secretsPreviousKeys: ['short'] } });
+    expect(run(['-f', badOld]).stderr).toMatch(/secrets\.secretsPreviousKeys/);
   });
 
   it('rolls the pods when the configuration or the Secret changes', () => {

@@ -182,6 +182,12 @@ AGENT_KEYS: {{ join "," . | b64enc }}
 {{- with .jwtSecret }}
 JWT_SECRET: {{ . | b64enc }}
 {{- end }}
+{{- with .secretsKey }}
+RISKWATCH_SECRETS_KEY: {{ . | b64enc }}
+{{- end }}
+{{- with .secretsPreviousKeys }}
+RISKWATCH_SECRETS_PREVIOUS_KEYS: {{ join "," . | b64enc }}
+{{- end }}
 {{- end }}
 {{- $rpcUrls := .Values.secrets.rpcUrls | default dict }}
 {{- range $network, $env := include "riskwatch.rpcNetworks" . | fromYaml }}
@@ -193,20 +199,21 @@ JWT_SECRET: {{ . | b64enc }}
 
 {{/*
 Secret environment variables, from the Secret `.secretName` whose keys are `.keys` (the Secret's key for
-each of databaseUrl, redisUrl, agentKeys, jwtSecret, and under rpcUrls for each network). DATABASE_URL and
-REDIS_URL are mandatory (a missing key keeps the pod from starting, with an event naming it); AGENT_KEYS,
-JWT_SECRET and the RISKWATCH_RPC_<CHAIN>_<NETWORK> variables are optional (a network whose key is absent is
-not configured).
+each of databaseUrl, redisUrl, agentKeys, jwtSecret, secretsKey, secretsPreviousKeys, and under rpcUrls for
+each network). DATABASE_URL, REDIS_URL and RISKWATCH_SECRETS_KEY are mandatory (a missing key keeps the pod
+from starting, with an event naming it); AGENT_KEYS, JWT_SECRET, RISKWATCH_SECRETS_PREVIOUS_KEYS and the
+RISKWATCH_RPC_<CHAIN>_<NETWORK> variables are optional (a network whose key is absent is not configured).
 */}}
 {{- define "riskwatch.secretEnv" -}}
 {{- $ref := . }}
-{{- range $env, $field := dict "DATABASE_URL" "databaseUrl" "REDIS_URL" "redisUrl" "AGENT_KEYS" "agentKeys" "JWT_SECRET" "jwtSecret" }}
+{{- $optional := list "AGENT_KEYS" "JWT_SECRET" "RISKWATCH_SECRETS_PREVIOUS_KEYS" }}
+{{- range $env, $field := dict "DATABASE_URL" "databaseUrl" "REDIS_URL" "redisUrl" "AGENT_KEYS" "agentKeys" "JWT_SECRET" "jwtSecret" "RISKWATCH_SECRETS_KEY" "secretsKey" "RISKWATCH_SECRETS_PREVIOUS_KEYS" "secretsPreviousKeys" }}
 - name: {{ $env }}
   valueFrom:
     secretKeyRef:
       name: {{ $ref.secretName }}
       key: {{ index $ref.keys $field }}
-      optional: {{ or (eq $env "AGENT_KEYS") (eq $env "JWT_SECRET") }}
+      optional: {{ has $env $optional }}
 {{- end }}
 {{- range $network, $env := include "riskwatch.rpcNetworks" . | fromYaml }}
 - name: {{ $env }}
@@ -224,6 +231,8 @@ databaseUrl: DATABASE_URL
 redisUrl: REDIS_URL
 agentKeys: AGENT_KEYS
 jwtSecret: JWT_SECRET
+secretsKey: RISKWATCH_SECRETS_KEY
+secretsPreviousKeys: RISKWATCH_SECRETS_PREVIOUS_KEYS
 rpcUrls:
   {{- include "riskwatch.rpcNetworks" . | nindent 2 }}
 {{- end }}
@@ -385,6 +394,16 @@ prometheus.io/path: /metrics
 {{- $needed := add (int .Values.api.preStopSleepSeconds) (div (add (int .Values.config.shutdownTimeoutMs) 999) 1000) }}
 {{- if le $grace $needed }}
 {{- fail (printf "terminationGracePeriodSeconds (%d) must exceed api.preStopSleepSeconds + config.shutdownTimeoutMs/1000 (%d s), or pods are killed while draining" $grace $needed) }}
+{{- end }}
+{{- end }}
+
+{{/*
+Stops the render when the chart creates the Secret without the key webhook signing secrets are encrypted
+under: the service would run with webhooks unusable (an existing Secret must hold it, or its pods do not start).
+*/}}
+{{- define "riskwatch.checkSecretsKey" -}}
+{{- if not (or .Values.secrets.existingSecret .Values.secrets.secretsKey) }}
+{{- fail "secrets.secretsKey is required: the key webhook signing secrets are stored encrypted under, 32 bytes as hex (generate it once with `openssl rand -hex 32` and keep it), or secrets.existingSecret holding it under secrets.existingSecretKeys.secretsKey" }}
 {{- end }}
 {{- end }}
 

@@ -4,6 +4,8 @@ import { Migration20261122032808 } from './Migration20261122032808.js';
 import { Migration20261124005653 } from './Migration20261124005653.js';
 import { Migration20261124013104 } from './Migration20261124013104.js';
 import { Migration20261124034559 } from './Migration20261124034559.js';
+import { Migration20261125220000 } from './Migration20261125220000.js';
+import { Migration20261125230000 } from './Migration20261125230000.js';
 
 /** Every committed migration, oldest first. Add each new one here. */
 export const migrations: MigrationObject[] = [
@@ -12,4 +14,6 @@ export const migrations: MigrationObject[] = [
   { name: 'Migration20261124005653', class: Migration20261124005653 },
   { name: 'Migration20261124013104', class: Migration20261124013104 },
   { name: 'Migration20261124034559', class: Migration20261124034559 },
+  { name: 'Migration20261125220000', class: Migration20261125220000 },
+  { name: 'Migration20261125230000', class: Migration20261125230000 },
 ];
