@@ -182,16 +182,16 @@ const UNSCHEDULED_SHOWN = 20;
  * year) that the scheduler never picks. Named with their account, for the operator to follow up.
  */
 async function unscheduledWatchlists(orm: Orm): Promise<{ count: number; names: string[] }> {
-  const rows = await orm.em.getConnection().execute<
-    { id: string; account_id: string; which: string; count: string }[]
-  >(
-    `select id, account_id,
+  const rows = await orm.em
+    .getConnection()
+    .execute<{ id: string; account_id: string; which: string; count: string }[]>(
+      `select id, account_id,
             concat_ws('+', case when next_tick_at is null then 'schedule' end,
                       case when next_deep_at is null then 'deep_schedule' end) as which,
             count(*) over () as count
        from watchlists where next_tick_at is null or next_deep_at is null
       order by id limit ${UNSCHEDULED_SHOWN}`,
-  );
+    );
   return {
     count: Number(rows[0]?.count ?? 0),
     names: rows.map((r) => `${r.id} (account ${r.account_id}: ${r.which})`),

@@ -85,8 +85,24 @@ export const SCHEDULED_JOB_NAMES = JOB_NAMES.filter((name): name is ScheduledJob
 export const scheduledJobId = (name: ScheduledJobName, tick: Date): string =>
   `${name}-${Math.floor(tick.getTime() / 1000)}`;
 
-/** Completed/failed jobs are kept for a day so a deterministic id enqueued twice is recognised and skipped. */
-const RETENTION = { removeOnComplete: { age: 86_400, count: 1000 }, removeOnFail: { age: 7 * 86_400 } };
+/**
+ * What Redis keeps of finished jobs, per queue: the last 1,000 completed and the last 1,000 failed, none
+ * older than a day, so the records stay bounded whatever the failure rate (a failure storm evicts the
+ * oldest failures; BullMQ trims the set each time a job finishes). A failure's reason outlives its record
+ * in the worker's log (`job failed`).
+ *
+ * A job kept is what makes a deterministic id enqueued twice a no-op: a scheduler replica's copy of a
+ * tick, a `watchlists-due` or `watchlist-tick` retried re-enqueueing the jobs it had enqueued. Those
+ * repeats come within a minute or so of the first, well inside a day; only if more than 1,000 jobs of the
+ * queue finish meanwhile is the first one gone, and then the repeat runs again, which the jobs bear (a
+ * chunk run twice finds nothing changed, and the unique indexes keep its snapshots and alerts single).
+ * A rescan whose tick job is gone reads as `queued` until its first entry is checked. `enqueueOnce` does
+ * not depend on retention: BullMQ's deduplication key lasts while the job is pending, kept or not after.
+ */
+export const JOB_RETENTION = {
+  removeOnComplete: { age: 86_400, count: 1000 },
+  removeOnFail: { age: 86_400, count: 1000 },
+} as const satisfies Pick<JobsOptions, 'removeOnComplete' | 'removeOnFail'>;
 
 export class JobQueues {
   private readonly queues = new Map<JobName, Queue>();
@@ -106,7 +122,7 @@ export class JobQueues {
   /** Enqueues with a deterministic id: the same id enqueued by several replicas runs once. */
   async enqueue<N extends JobName>(name: N, payload: JobPayload<N>, jobId: string): Promise<void> {
     const data = JOBS[name].payload.parse(payload);
-    await this.queue(name).add(name, data, { ...JOBS[name].options, ...RETENTION, jobId });
+    await this.queue(name).add(name, data, { ...JOBS[name].options, ...JOB_RETENTION, jobId });
   }
 
   /** Enqueues many jobs of one name in one round trip; each keeps its deterministic id. */
@@ -116,7 +132,7 @@ export class JobQueues {
       jobs.map(({ payload, jobId }) => ({
         name,
         data: JOBS[name].payload.parse(payload),
-        opts: { ...JOBS[name].options, ...RETENTION, jobId },
+        opts: { ...JOBS[name].options, ...JOB_RETENTION, jobId },
       })),
     );
   }
@@ -129,7 +145,7 @@ export class JobQueues {
     const data = JOBS[name].payload.parse(payload);
     await this.queue(name).add(name, data, {
       ...JOBS[name].options,
-      ...RETENTION,
+      ...JOB_RETENTION,
       deduplication: { id: dedupId },
     });
   }

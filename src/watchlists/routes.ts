@@ -48,7 +48,8 @@ const TAG = 'Developer API';
 const WATCHLIST_404 = 'Not found: no such watchlist of the account (another account’s included)';
 const BAD_SCHEDULE =
   '`invalid_request`: a field is invalid; a bad `schedule` / `deep_schedule` is named in `errors[]` ' +
-  '(5-field cron expressions only: a 6-field one would run more often than once a minute)';
+  '(5-field cron expressions only: a 6-field one would run more often than once a minute; and one that ' +
+  'runs at least once within the next year)';
 const BULK_400 =
   '`too_many_entries`: more than 10,000 items (nothing is stored); `invalid_request`: a malformed body ' +
   '(`errors[]` per field). Per-entry problems are not errors of the call: see `results`.';
@@ -65,13 +66,19 @@ export function watchlistRoutes(watchlists: WatchlistsService) {
       description:
         'A list of addresses re-read on `schedule` (the tick: account state, default every 5 minutes) and ' +
         'fully re-analysed on `deep_schedule` (default daily). Add addresses with ' +
-        '`POST /api/v1/watchlists/{id}/entries`.',
+        '`POST /api/v1/watchlists/{id}/entries`. Its due times (`next_tick_at`, `next_deep_at`) are ' +
+        'computed from the crons when it is saved and after each scan. An account holds at most ' +
+        '`watchlists.max_per_account` lists (1,000 by default).',
       tag: TAG,
       auth: 'api_key',
       body: newWatchlistSchema,
       responses: {
         201: { description: 'Created', schema: watchlistSchema },
         400: { description: BAD_SCHEDULE },
+        409: {
+          description:
+            '`limit_exceeded`: the account holds `watchlists.max_per_account` lists already (the detail names the limit)',
+        },
       },
       handler: async (ctx, { body }) => ({
         status: 201 as const,
@@ -262,7 +269,11 @@ export function watchlistRoutes(watchlists: WatchlistsService) {
       summary: 'Re-analyse every entry now',
       description:
         'Queues a full analysis of every entry (what the deep schedule does) and answers at once; follow it ' +
-        'at `status_url`.',
+        'at `status_url`. One at a time per list: asked for while the list’s last rescan still runs, the ' +
+        'answer is that rescan (its id, `running` or `queued`). A list may be rescanned once every ' +
+        '`watchlists.rescan_min_interval_s` (300 s by default), counted from the last rescan asked for; sooner ' +
+        'is `429 rate_limited` with `Retry-After`. A rescan with no entry analysed for 15 minutes no longer ' +
+        'counts as running.',
       tag: TAG,
       auth: 'api_key',
       params: watchlistParamsSchema,
@@ -273,6 +284,11 @@ export function watchlistRoutes(watchlists: WatchlistsService) {
           headers: { Location: 'The rescan’s progress (`status_url`)' },
         },
         404: { description: WATCHLIST_404 },
+        429: {
+          description:
+            '`rate_limited`: the list was rescanned less than `watchlists.rescan_min_interval_s` ago; ' +
+            '`Retry-After` says when it may be again',
+        },
       },
       handler: async (ctx, { params }) => {
         const body = presentRescanAccepted(await watchlists.requestRescan(account(ctx), params.id));

@@ -141,7 +141,7 @@ export class WatchlistScanner {
     const minute = new Date(minuteMs);
     const dueTimes = new DueTimes(minute);
     let enqueued = 0;
-    for (let after = ''; ; ) {
+    for (let after = ''; ;) {
       const batch = await this.deps.orm.em.fork().transactional(async (em) => {
         const lists = await em.execute<DueListRow[]>(
           `select id, schedule, deep_schedule, next_tick_at <= ?::timestamptz as tick_due,

@@ -112,11 +112,14 @@ export const watchlistSchema = z
     deep_schedule: z.string(),
     thresholds: thresholdsSchema,
     entry_count: z.int(),
-    next_tick_at: z.string().nullable().meta({
-      description:
-        'When the next tick is due (UTC). Null when `schedule` does not run within a year of its last ' +
-        'run (a list saved before that rule): the list is not scanned until its schedule is changed.',
-    }),
+    next_tick_at: z
+      .string()
+      .nullable()
+      .meta({
+        description:
+          'When the next tick is due (UTC). Null when `schedule` does not run within a year of its last ' +
+          'run (a list saved before that rule): the list is not scanned until its schedule is changed.',
+      }),
     next_deep_at: z
       .string()
       .nullable()

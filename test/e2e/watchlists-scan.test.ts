@@ -465,7 +465,9 @@ describe('three scheduler processes', () => {
       { schedule: '* * * * *' },
     );
     // Due now (a new list's first tick is at its cron's next minute).
-    await db.query("update watchlists set next_tick_at = date_trunc('minute', now()) where id = $1", [list.id]);
+    await db.query("update watchlists set next_tick_at = date_trunc('minute', now()) where id = $1", [
+      list.id,
+    ]);
     const schedulerEnv = { ...env, RISKWATCH_WATCHLISTS_CRON: '* * * * * *' };
     const schedulers = await Promise.all([1, 2, 3].map(() => startService(schedulerEnv, 'scheduler')));
     const started = Date.now();

@@ -170,7 +170,7 @@ describe('webhooks and events API (built service over HTTP)', () => {
         previous_secret_expires_at: null,
         created_at: expect.any(String) as unknown,
         updated_at: created.created_at,
-        stats: { pending: 0, succeeded: 0, failed: 0 },
+        stats: { pending: 0, succeeded: 0, failed: 0, expired: 0 },
         secret: expect.stringMatching(SECRET) as unknown,
       });
       // Stored sealed, and opens to the secret shown: it must sign.
@@ -306,6 +306,21 @@ describe('webhooks and events API (built service over HTTP)', () => {
         'invalid_webhook_url',
       );
       expect((await getEndpoint(acme, endpoint.id)).url).toBe(receiver);
+      // Non-ASCII grows when normalised (é → %C3%A9): under 2,048 characters sent, over it stored.
+      const long = `https://hooks.example.com/${'é'.repeat(400)}`;
+      for (const [method, path] of [
+        ['POST', '/webhooks/endpoints'],
+        ['PATCH', `/webhooks/endpoints/${endpoint.id}`],
+      ] as const)
+        expect(
+          (
+            await expectProblem(
+              await call(acme, path, { method, body: { url: long, events: ['watchlist.alert'] } }),
+              400,
+              'invalid_webhook_url',
+            )
+          ).detail,
+        ).toMatch(/once normalised/);
     });
 
     it('refuses unknown event types, empty lists, unknown fields and foreign watchlists', async () => {
@@ -481,7 +496,12 @@ describe('webhooks and events API (built service over HTTP)', () => {
         attempt_log: [],
       });
       expect(page.next_cursor).toBeNull();
-      expect((await getEndpoint(acme, endpoint.id)).stats).toEqual({ pending: 1, succeeded: 0, failed: 0 });
+      expect((await getEndpoint(acme, endpoint.id)).stats).toEqual({
+        pending: 1,
+        succeeded: 0,
+        failed: 0,
+        expired: 0,
+      });
       expect(await waitingDrains()).toContain(endpoint.id);
 
       // Only this endpoint got it, although others of the account take every event they subscribe to.
@@ -513,6 +533,7 @@ describe('webhooks and events API (built service over HTTP)', () => {
         pending: 90,
         succeeded: 0,
         failed: 0,
+        expired: 0,
       });
       expect((await getEndpoint(customer, other.id)).stats.pending).toBe(30);
 
@@ -585,6 +606,7 @@ describe('webhooks and events API (built service over HTTP)', () => {
         pending: 89,
         succeeded: 0,
         failed: 1,
+        expired: 0,
       });
 
       // Deleting the endpoint takes its deliveries and attempts; the events stay.
@@ -654,7 +676,12 @@ describe('webhooks and events API (built service over HTTP)', () => {
       const byId = new Map(statuses.rows.map((r) => [r.id, r]));
       for (const id of ids)
         expect(byId.get(id), id).toMatchObject({ status: 'pending', attempts: 9, due: true });
-      expect((await getEndpoint(acme, endpoint.id)).stats).toEqual({ pending: 4, succeeded: 0, failed: 0 });
+      expect((await getEndpoint(acme, endpoint.id)).stats).toEqual({
+        pending: 4,
+        succeeded: 0,
+        failed: 0,
+        expired: 0,
+      });
 
       // Nothing failed since then: nothing to recover. The one older than `since` is left alone.
       await sql.query(`update webhook_deliveries set status = 'failed' where id = $1`, [ids[0]]);

@@ -531,9 +531,9 @@ describe('helm/riskwatch', () => {
     expect(bad.stderr).not.toContain(typo);
     const base64Key = Buffer.alloc(32, 7).toString('base64');
     const rotating = valuesFile('rotating-key', {
-      secrets: { secretsKey: base64Key, secretsPreviousKeys: ['e'.repeat(64), 'f'.repeat(64)] },
+      secrets: { secretsPreviousKeys: ['e'.repeat(64), 'f'.repeat(64)] },
     });
-    const args = [...SECRET_VALUES, '-f', rotating];
+    const args = [...SECRET_VALUES, '-f', rotating, '--set-string', `secrets.secretsKey=${base64Key}`];
     expect(run(args).stdout).not.toContain('e'.repeat(64)); // base64 in the Secrets, nowhere in plain text
     for (const name of ['rw-riskwatch', 'rw-riskwatch-migrate'])
       expect(decode(find(render(...args), 'Secret', name).data)).toMatchObject({

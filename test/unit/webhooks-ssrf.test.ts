@@ -161,6 +161,8 @@ describe('creation-time refusals (WebhookUrlPolicy.checkUrl, http allowed so the
     ['file:///etc/passwd', { reason: /scheme file:/ }],
     ['gopher://example.com:70/', { reason: /scheme gopher:/ }],
     [`https://example.com/${'a'.repeat(2048)}`, { reason: /longer than 2048/ }],
+    // 400 characters sent, 2,400 once percent-encoded: the stored form is what must fit
+    [`https://example.com/${'é'.repeat(400)}`, { reason: /longer than 2048 characters once normalised/ }],
     ['not a url', { reason: /not a valid absolute URL/ }],
   ];
 
