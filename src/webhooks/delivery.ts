@@ -262,13 +262,11 @@ export class WebhookDeliverer {
     if (!row) return undefined;
     const secret = this.opened(row.secret, id, 'webhook deliveries held: the secret cannot be opened');
     if (secret === undefined) return undefined;
-    const previousSigns =
-      row.previous_secret !== null &&
-      row.previous_secret_expires_at !== null &&
-      new Date(row.previous_secret_expires_at) > new Date();
-    const previous = previousSigns
-      ? this.opened(row.previous_secret!, id, 'webhook previous secret left out: it cannot be opened')
-      : undefined;
+    const { previous_secret: stored, previous_secret_expires_at: expires } = row;
+    const previous =
+      stored !== null && expires !== null && new Date(expires) > new Date()
+        ? this.opened(stored, id, 'webhook previous secret left out: it cannot be opened')
+        : undefined;
     return { ...row, secret, previous_secret: previous ?? null };
   }
 

@@ -63,9 +63,10 @@
  *
  * Knobs (environment): BENCH_DURATION_S (10), BENCH_WARMUP_S (3), BENCH_ROUNDS (3), BENCH_CONNECTIONS
  * (50), BENCH_ONLY (comma-separated names among public-impact, usage-api-key, preflight-cached,
- * bare-koa-post, scan-cold, usage-history, api-scaling, watchlists, webhooks; the baseline always runs,
- * unless watchlists or webhooks is the only name; `webhooks`: test/bench/webhooks.ts, 10,000 events to
- * verifying receivers; `usage-history`: test/bench/usage-history.ts and its BENCH_USAGE_* knobs;
+ * bare-koa-post, scan-cold, usage-history, api-scaling, watchlists, webhooks, schedules; the baseline always
+ * runs, unless watchlists, webhooks or schedules is the only name; `webhooks`: test/bench/webhooks.ts, 10,000
+ * events to verifying receivers; `schedules`: test/bench/watchlist-schedules.ts, 3,000 watchlists of one
+ * account against another account's webhook; `usage-history`: test/bench/usage-history.ts and its BENCH_USAGE_* knobs;
  * `api-scaling`: the API on every core against one process, on public-impact and preflight-cached),
  * BENCH_RPC_LATENCY_MS (50: per chain round trip during scan-cold), BENCH_WATCH_* (the watchlists
  * scenario's entries, latency, rate, concurrency, worker heap flags, ANALYZE, bulk paths and their cap:
@@ -98,6 +99,7 @@ import {
 import { measureColdScans, type ColdScanReport } from './cold-scan.js';
 import { runWatchlistsBench, type WatchlistsReport } from './watchlists.js';
 import { benchWebhooks } from './webhooks.js';
+import { benchSchedules } from './watchlist-schedules.js';
 import { benchUsageHistory } from './usage-history.js';
 import { ensureWrk, runWrk, stopWrk } from './wrk.js';
 import { intEnv } from './env.js';
@@ -196,6 +198,21 @@ async function webhooksAlone(): Promise<number> {
   return 0;
 }
 
+/**
+ * One account's 3,000 watchlist schedules against another account's webhook (test/bench/watchlist-schedules.ts):
+ * selectable in BENCH_ONLY, runs after webhooks.
+ */
+const SCHEDULES = 'schedules';
+const RUN_SCHEDULES = !ONLY?.length || ONLY.includes(SCHEDULES);
+const ONLY_SCHEDULES = !!ONLY?.length && ONLY.every((name) => name === SCHEDULES);
+
+/** BENCH_ONLY=schedules: just that, and its results in BENCH_OUT. */
+async function schedulesAlone(): Promise<number> {
+  const schedules = await benchSchedules(log);
+  writeResults({ ok: true, schedules });
+  return 0;
+}
+
 function scenarios(f: Fixtures): Scenario[] {
   const all: Scenario[] = [
     { name: 'public-impact', method: 'GET', path: '/api/public/impact', minRatio: 0.7 },
@@ -238,12 +255,13 @@ function scenarios(f: Fixtures): Scenario[] {
       name !== USAGE_HISTORY &&
       name !== WATCHLISTS &&
       name !== WEBHOOKS &&
+      name !== SCHEDULES &&
       !all.some((s) => s.name === name),
   );
   if (unknown.length)
     throw new Error(
       `BENCH_ONLY names no scenario: ${unknown.join(', ')} ` +
-        `(known: ${[...all.map((s) => s.name), SCAN_COLD, USAGE_HISTORY, SCALING, WATCHLISTS, WEBHOOKS].join(', ')})`,
+        `(known: ${[...all.map((s) => s.name), SCAN_COLD, USAGE_HISTORY, SCALING, WATCHLISTS, WEBHOOKS, SCHEDULES].join(', ')})`,
     );
   // api-scaling measures its scenarios, and a scenario is measured with its floor.
   const chosen = all.filter(
@@ -704,6 +722,7 @@ async function main(): Promise<number> {
     (needsSolana ? 120 : 0) +
     (RUN_WATCHLISTS ? WATCHLISTS_BUDGET_S : 0) +
     (RUN_WEBHOOKS ? 600 : 0) +
+    (RUN_SCHEDULES ? 300 : 0) +
     (RUN_USAGE_HISTORY ? 900 : 0) +
     (RUN_SCALING
       ? SCALED.length * (2 * SETTINGS.rounds * (SETTINGS.durationS + 5) + SETTINGS.warmupS + 30)
@@ -716,6 +735,7 @@ async function main(): Promise<number> {
   watchdog.unref();
   if (ONLY_WATCHLISTS) return watchlistsAlone();
   if (ONLY_WEBHOOKS) return webhooksAlone();
+  if (ONLY_SCHEDULES) return schedulesAlone();
 
   const wrkVersion = ensureWrk(log);
   log(
@@ -939,6 +959,7 @@ async function main(): Promise<number> {
     : undefined;
   const watchlists = RUN_WATCHLISTS ? await runWatchlists(failures) : undefined;
   const webhooks = RUN_WEBHOOKS ? await benchWebhooks() : undefined;
+  const schedules = RUN_SCHEDULES ? await benchSchedules(log) : undefined;
   for (const f of failures) log(`ERROR ${f}`);
 
   const ok = failures.length === 0;
@@ -969,6 +990,7 @@ async function main(): Promise<number> {
     ...(scaling ? { api_scaling: scaling } : {}),
     ...(watchlists ? { watchlists: { ...watchlists, failures: undefined } } : {}),
     ...(webhooks ? { webhooks } : {}),
+    ...(schedules ? { schedules } : {}),
     failures,
   });
   if (CPU_PROF_DIR) log(`cpu profiles of the service: ${CPU_PROF_DIR} (written when it stops)`);

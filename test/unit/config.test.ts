@@ -81,6 +81,8 @@ describe('loadConfig', () => {
       default_schedule: '*/5 * * * *',
       default_deep_schedule: '0 3 * * *',
       max_entries_per_account: 1_000_000,
+      max_per_account: 1000,
+      rescan_min_interval_s: 300,
       scan_concurrency: 8,
       deep_concurrency: 4,
     });

@@ -103,6 +103,8 @@ RISKWATCH_EVENT_RETENTION_DAYS: {{ $c.webhooks.eventRetentionDays | int | quote 
 RISKWATCH_WATCHLIST_DEFAULT_SCHEDULE: {{ $c.watchlists.defaultSchedule | quote }}
 RISKWATCH_WATCHLIST_DEFAULT_DEEP_SCHEDULE: {{ $c.watchlists.defaultDeepSchedule | quote }}
 RISKWATCH_MAX_WATCHLIST_ENTRIES_PER_ACCOUNT: {{ $c.watchlists.maxEntriesPerAccount | int | quote }}
+RISKWATCH_MAX_WATCHLISTS_PER_ACCOUNT: {{ $c.watchlists.maxPerAccount | int | quote }}
+RISKWATCH_WATCHLIST_RESCAN_MIN_INTERVAL_S: {{ $c.watchlists.rescanMinIntervalS | int | quote }}
 RISKWATCH_WATCHLIST_SCAN_CONCURRENCY: {{ $c.watchlists.scanConcurrency | int | quote }}
 RISKWATCH_WATCHLIST_DEEP_CONCURRENCY: {{ $c.watchlists.deepConcurrency | int | quote }}
 RISKWATCH_IMPACT_RELOAD_MS: {{ $c.impactReloadMs | int | quote }}
