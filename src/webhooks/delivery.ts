@@ -71,7 +71,7 @@ type Outcome = { kind: 'succeeded' } | { kind: 'gone' } | { kind: 'retry'; after
  * a further one only while more than `reserve` (a quarter of the slots) would stay free. So the reserve can
  * only fill with first drains of distinct accounts: starving an account takes that many others all busy.
  */
-export class DrainSlots {
+class DrainSlots {
   private running = 0;
   private readonly byAccount = new Map<string, number>();
   private readonly reserve: number;
@@ -459,7 +459,7 @@ export class WebhookDeliverer {
  * accepts whatever the receiver sent (a NUL, which `text` refuses, and a UTF-16 half left by the cut
  * become U+FFFD; invalid UTF-8 was already replaced when the answer was decoded).
  */
-export function loggedBody(body: string): string {
+function loggedBody(body: string): string {
   return body.slice(0, LOGGED_BODY).replaceAll('\u0000', '\uFFFD').toWellFormed();
 }
 
@@ -468,7 +468,7 @@ export function loggedBody(body: string): string {
  * (jitter, or a receiver's capped Retry-After, whichever is longer). Retention keeps an event this long at
  * least while a delivery of it is pending.
  */
-export function retryWindowMs(s: WebhooksSettings): number {
+function retryWindowMs(s: WebhooksSettings): number {
   const longest = (wait: number) => Math.max(wait * (1 + s.retry_jitter_pct / 100), s.retry_after_max_s);
   return s.retry_schedule_s.reduce((sum, wait) => sum + longest(wait), 0) * 1000;
 }
