@@ -40,7 +40,7 @@ export async function startApi(rt: Runtime, { sharedPort = false } = {}): Promis
     ...usageRoutes(rt.usage),
     ...riskRoutes(rt.risk, rt.impact),
     ...listRoutes(rt.lists),
-    ...watchlistRoutes(rt.watchlists),
+    ...watchlistRoutes(rt.watchlists, rt.rescans),
     ...webhookRoutes(rt.webhooks),
     ...accountRoutes(rt.accounts),
   ];

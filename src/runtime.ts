@@ -19,6 +19,7 @@ import { mergeKnownWalletImplementations } from './risk/known/evm.js';
 import { RiskService } from './risk/service.js';
 import { UsageService } from './usage/service.js';
 import { countWatchedTargets } from './watchlists/scan.js';
+import { RescansService } from './watchlists/rescans.js';
 import { WatchlistsService } from './watchlists/service.js';
 import { SecretBox } from './webhooks/secrets.js';
 import { WebhooksService } from './webhooks/service.js';
@@ -52,6 +53,8 @@ export interface Runtime {
   listsCache: ListsCache;
   risk: RiskService;
   watchlists: WatchlistsService;
+  /** Full re-analyses of a list asked for through the API (the workers do them). */
+  rescans: RescansService;
   /** Webhook endpoints, their delivery log and the event log (the HTTP API's side; sending is the workers'). */
   webhooks: WebhooksService;
   /** Seals and opens the webhook signing secrets (`webhooks.secrets_key`). */
@@ -118,18 +121,13 @@ export async function createRuntime(role: string, config: Readonly<Config> = loa
         config.risk.known_wallet_implementations,
       ),
     }),
-    watchlists: new WatchlistsService(
-      orm,
-      providers,
-      {
-        defaultSchedule: config.watchlists.default_schedule,
-        defaultDeepSchedule: config.watchlists.default_deep_schedule,
-        maxEntriesPerAccount: config.watchlists.max_entries_per_account,
-        maxWatchlistsPerAccount: config.watchlists.max_per_account,
-        rescanMinIntervalS: config.watchlists.rescan_min_interval_s,
-      },
-      queues,
-    ),
+    watchlists: new WatchlistsService(orm, providers, {
+      defaultSchedule: config.watchlists.default_schedule,
+      defaultDeepSchedule: config.watchlists.default_deep_schedule,
+      maxEntriesPerAccount: config.watchlists.max_entries_per_account,
+      maxWatchlistsPerAccount: config.watchlists.max_per_account,
+    }),
+    rescans: new RescansService(orm, queues, config.watchlists.rescan_min_interval_s),
     webhooks: new WebhooksService(
       orm,
       {

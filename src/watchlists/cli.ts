@@ -80,7 +80,6 @@ export function registerWatchlistCommands(
           defaultDeepSchedule: cfg.watchlists.default_deep_schedule,
           maxEntriesPerAccount: cfg.watchlists.max_entries_per_account,
           maxWatchlistsPerAccount: cfg.watchlists.max_per_account,
-          rescanMinIntervalS: cfg.watchlists.rescan_min_interval_s,
         });
         await service.getWatchlist(account.id, watchlistId); // not_found before reading a line
         const summary = await importCsv(file, size, (entries) =>

@@ -17,10 +17,10 @@ import type {
   AlertView,
   EntryView,
   RemoveEntriesResult,
-  RescanView,
   SnapshotView,
   WatchlistView,
 } from './service.js';
+import type { RescanView } from './rescans.js';
 
 const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);
 

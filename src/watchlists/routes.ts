@@ -39,6 +39,7 @@ import {
   watchlistParamsSchema,
   watchlistSchema,
 } from './schemas.js';
+import type { RescansService } from './rescans.js';
 import type { WatchlistsService } from './service.js';
 
 /** Bulk entry bodies (10,000 entries) may be up to 2 MiB (docs/api.md, "Conventions"). */
@@ -55,7 +56,7 @@ const BULK_400 =
   '(`errors[]` per field). Per-entry problems are not errors of the call: see `results`.';
 
 /** The key's account's watchlists (API key + entitlement), every call scoped to that account. */
-export function watchlistRoutes(watchlists: WatchlistsService) {
+export function watchlistRoutes(watchlists: WatchlistsService, rescans: RescansService) {
   const account = (ctx: Parameters<typeof apiKeyOf>[0]) => apiKeyOf(ctx).accountId;
   return [
     defineRoute({
@@ -291,7 +292,7 @@ export function watchlistRoutes(watchlists: WatchlistsService) {
         },
       },
       handler: async (ctx, { params }) => {
-        const body = presentRescanAccepted(await watchlists.requestRescan(account(ctx), params.id));
+        const body = presentRescanAccepted(await rescans.requestRescan(account(ctx), params.id));
         return { status: 202 as const, body, headers: { Location: body.status_url } };
       },
     }),
@@ -311,7 +312,7 @@ export function watchlistRoutes(watchlists: WatchlistsService) {
         404: { description: 'Not found: no such rescan of this watchlist of the account' },
       },
       handler: async (ctx, { params }) => ({
-        body: presentRescan(await watchlists.getRescan(account(ctx), params.id, params.rescan_id)),
+        body: presentRescan(await rescans.getRescan(account(ctx), params.id, params.rescan_id)),
       }),
     }),
     defineRoute({

@@ -421,7 +421,6 @@ describe('watchlists API (built service over HTTP)', () => {
             defaultDeepSchedule: '0 3 * * *',
             maxEntriesPerAccount: 5,
             maxWatchlistsPerAccount: 1000,
-            rescanMinIntervalS: 300,
           },
         );
         const initech = await db.customer('initech');

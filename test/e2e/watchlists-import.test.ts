@@ -116,7 +116,6 @@ describe('riskwatch watchlists import (built CLI)', () => {
         defaultDeepSchedule: '0 3 * * *',
         maxEntriesPerAccount: 1_000_000,
         maxWatchlistsPerAccount: 1000,
-        rescanMinIntervalS: 300,
       },
     );
     sql = new pg.Client({ connectionString: testEnv.env.DATABASE_URL });
