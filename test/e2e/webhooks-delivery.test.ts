@@ -1,10 +1,8 @@
-import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectOrm, type Orm } from '../../src/db/orm.js';
-import { newId } from '../../src/platform/ids.js';
-import { appendEvents } from '../../src/webhooks/outbox.js';
 import { eventually, killHard, prepareEnv, startService, type RunningService } from '../support/service.js';
+import { newWebhookSecret, webhookFixtures } from '../support/webhook-fixtures.js';
 import { startReceiver } from '../support/webhook-receiver.js';
 
 /*
@@ -22,50 +20,16 @@ let orm: Orm;
 let worker: RunningService;
 const accountId = 'acc_webhooks_test';
 
-const newSecret = () => `whsec_${randomBytes(24).toString('base64')}`;
-
-async function createEndpoint(url: string, secret: string, events = ['watchlist.alert']): Promise<string> {
-  const id = newId('we');
-  await db.query(
-    `insert into webhook_endpoints (id, account_id, url, events, enabled, secret, created_at, updated_at)
-     values ($1, $2, $3, $4, true, $5, now(), now())`,
-    [id, accountId, url, JSON.stringify(events), secret],
-  );
-  return id;
-}
-
-/** Events as the scanner writes them: appended in a transaction, with their deliveries. */
-async function emit(n: number, tag: string): Promise<string[]> {
-  const em = orm.em.fork();
-  await em.transactional((tx) =>
-    appendEvents(
-      tx,
-      Array.from({ length: n }, (_, i) => ({
-        accountId,
-        type: 'watchlist.alert' as const,
-        watchlistId: null,
-        data: { tag, index: i },
-      })),
-    ),
-  );
-  const { rows } = await db.query<{ id: string }>(
-    `select id from events where data->>'tag' = $1 order by seq`,
-    [tag],
-  );
-  return rows.map((r) => r.id);
-}
+let fixtures: ReturnType<typeof webhookFixtures>;
+const newSecret = newWebhookSecret;
+const createEndpoint = (url: string, secret: string, events?: string[]) =>
+  fixtures.createEndpoint(accountId, url, secret, events);
+const emit = (n: number, tag: string) => fixtures.emit(accountId, n, tag);
+const attemptsOf = (endpointId: string) => fixtures.attemptsOf(endpointId);
 
 /** Polls a condition on the receiver's side. */
 const until = (condition: () => boolean, timeoutMs: number) =>
   eventually(() => Promise.resolve(condition()), timeoutMs, 50);
-
-const attemptsOf = async (endpointId: string) =>
-  (
-    await db.query<{ attempted_at: Date; status_code: number | null; error: string | null }>(
-      `select attempted_at, status_code, error from webhook_attempts where endpoint_id = $1 order by attempted_at`,
-      [endpointId],
-    )
-  ).rows;
 
 beforeAll(async () => {
   ({ env, dropDatabase } = await prepareEnv({
@@ -80,6 +44,7 @@ beforeAll(async () => {
   db = new pg.Client({ connectionString: env.DATABASE_URL });
   await db.connect();
   orm = await connectOrm(env.DATABASE_URL!, 2);
+  fixtures = webhookFixtures(db, orm);
   worker = await startService(env, 'all');
 }, 60_000);
 

@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import pg from 'pg';
@@ -9,9 +8,9 @@ import { connectOrm, type Orm } from '../../src/db/orm.js';
 import { newId } from '../../src/platform/ids.js';
 import { createLogger } from '../../src/platform/logger.js';
 import { WebhookDeliverer } from '../../src/webhooks/delivery.js';
-import { appendEvents } from '../../src/webhooks/outbox.js';
 import { SecretBox } from '../../src/webhooks/secrets.js';
 import { eventually, prepareEnv, startService, type RunningService } from '../support/service.js';
+import { newWebhookSecret, webhookFixtures } from '../support/webhook-fixtures.js';
 import { startReceiver } from '../support/webhook-receiver.js';
 
 /*
@@ -27,51 +26,12 @@ let db: pg.Client;
 let orm: Orm;
 let worker: RunningService;
 
-const newSecret = () => `whsec_${randomBytes(24).toString('base64')}`;
-
-async function createEndpoint(accountId: string, url: string, secret: string): Promise<string> {
-  const id = newId('we');
-  await db.query(
-    `insert into webhook_endpoints (id, account_id, url, events, enabled, secret, created_at, updated_at)
-     values ($1, $2, $3, '["watchlist.alert"]', true, $4, now(), now())`,
-    [id, accountId, url, secret],
-  );
-  return id;
-}
-
-/** Events as the scanner writes them (the outbox); returns their ids in sequence order. */
-async function emit(accountId: string, n: number, tag: string): Promise<string[]> {
-  await orm.em.fork().transactional((tx) =>
-    appendEvents(
-      tx,
-      Array.from({ length: n }, (_, i) => ({
-        accountId,
-        type: 'watchlist.alert' as const,
-        watchlistId: null,
-        data: { tag, index: i },
-      })),
-    ),
-  );
-  const { rows } = await db.query<{ id: string }>(
-    `select id from events where account_id = $1 and data->>'tag' = $2 order by seq`,
-    [accountId, tag],
-  );
-  return rows.map((r) => r.id);
-}
-
-const attemptsOf = async (endpointId: string) =>
-  (
-    await db.query<{
-      delivery_id: string;
-      attempted_at: Date;
-      status_code: number | null;
-      response_body: string;
-    }>(
-      `select delivery_id, attempted_at, status_code, response_body from webhook_attempts
-        where endpoint_id = $1 order by attempted_at`,
-      [endpointId],
-    )
-  ).rows;
+let fixtures: ReturnType<typeof webhookFixtures>;
+const newSecret = newWebhookSecret;
+const createEndpoint = (accountId: string, url: string, secret: string) =>
+  fixtures.createEndpoint(accountId, url, secret);
+const emit = (accountId: string, n: number, tag: string) => fixtures.emit(accountId, n, tag);
+const attemptsOf = (endpointId: string) => fixtures.attemptsOf(endpointId);
 
 beforeAll(async () => {
   ({ env, dropDatabase } = await prepareEnv({
@@ -85,6 +45,7 @@ beforeAll(async () => {
   db = new pg.Client({ connectionString: env.DATABASE_URL });
   await db.connect();
   orm = await connectOrm(env.DATABASE_URL!, 2);
+  fixtures = webhookFixtures(db, orm);
   worker = await startService(env, 'all');
 }, 60_000);
 
