@@ -47,10 +47,11 @@ const RESCAN_PROGRESS = `r.id, r.watchlist_id, r.total, r.created_at, r.finished
      where e.watchlist_id = r.watchlist_id and e.created_at <= r.created_at
        and (e.deep_checked_at is null or e.deep_checked_at < r.created_at)) end as remaining`;
 /**
- * A rescan none of whose entries was deep-scanned for this long no longer counts as running (its chunks
- * failed for good, e.g. a provider down past their retries): another may be asked for.
+ * A rescan that made no progress for this long (no entry of the list deep-scanned since it was asked for
+ * or since the last one that was) and whose tick job is no longer waiting or running no longer counts as
+ * running: its chunks failed for good (a provider down past their retries). Another may be asked for.
  */
-const RESCAN_STALLED_S = 900;
+const RESCAN_STALLED_S = 3600;
 
 export class RescansService {
   constructor(
@@ -75,15 +76,16 @@ export class RescansService {
       await requireWatchlist(em, accountId, watchlistId, 'for update');
       const [last] = await em.execute<(RescanRow & { since_s: number; stalled: boolean })[]>(
         `select ${RESCAN_PROGRESS}, extract(epoch from now() - r.created_at)::float8 as since_s,
-                coalesce((select max(e.deep_checked_at) from watchlist_entries e
-                           where e.watchlist_id = r.watchlist_id), r.created_at)
+                greatest(r.created_at, (select max(e.deep_checked_at) from watchlist_entries e
+                                        where e.watchlist_id = r.watchlist_id))
                   < now() - make_interval(secs => ?) as stalled
            from watchlist_rescans r where r.watchlist_id = ? and r.account_id = ?
           order by r.created_at desc, r.id desc limit 1`,
         [RESCAN_STALLED_S, watchlistId, accountId],
       );
       if (last) {
-        if (!last.finished_at && last.remaining > 0 && !last.stalled) return { running: last };
+        if (!last.finished_at && last.remaining > 0 && !(last.stalled && !(await this.jobPending(last.id))))
+          return { running: last };
         const wait = Math.ceil(this.minIntervalS - Number(last.since_s));
         if (wait > 0)
           throw new AppError(
@@ -150,6 +152,16 @@ export class RescansService {
       };
     }
     return { ...view, status: view.checked > 0 || (await this.jobStarted(rescanId)) ? 'running' : 'queued' };
+  }
+
+  /** Whether the rescan's tick job is still to run or running (Redis unreachable: assumed so). */
+  private async jobPending(jobId: string): Promise<boolean> {
+    try {
+      const state = await this.queues.queue('watchlist-tick').getJobState(jobId);
+      return state !== 'completed' && state !== 'failed' && state !== 'unknown';
+    } catch {
+      return true;
+    }
   }
 
   /** Whether the rescan's tick job was picked up (it splits the list into chunk jobs, then completes). */

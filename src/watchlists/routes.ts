@@ -273,8 +273,8 @@ export function watchlistRoutes(watchlists: WatchlistsService, rescans: RescansS
         'at `status_url`. One at a time per list: asked for while the list’s last rescan still runs, the ' +
         'answer is that rescan (its id, `running` or `queued`). A list may be rescanned once every ' +
         '`watchlists.rescan_min_interval_s` (300 s by default), counted from the last rescan asked for; sooner ' +
-        'is `429 rate_limited` with `Retry-After`. A rescan with no entry analysed for 15 minutes no longer ' +
-        'counts as running.',
+        'is `429 rate_limited` with `Retry-After`. A rescan that made no progress for an hour after its job ' +
+        'ended (its chunks failed for good) no longer counts as running.',
       tag: TAG,
       auth: 'api_key',
       params: watchlistParamsSchema,

@@ -122,12 +122,16 @@ describe('watchlist limits', () => {
     });
 
     it('one at a time per list: asked again while it runs, the answer is the running rescan', async () => {
-      const first = await expectJson<RescanAcceptedBody>(await rescan(globex, listId), 202);
-      expect(first.status).toBe('queued');
-      const again = await rescan(globex, listId);
-      const body = await expectJson<RescanAcceptedBody>(again, 202);
-      expect(body.rescan_id).toBe(first.rescan_id);
-      expect(again.headers.get('location')).toBe(first.status_url);
+      // The entries were deep-scanned a day ago (the daily deep scan): that is no progress of this rescan.
+      await sql.query(
+        "update watchlist_entries set deep_checked_at = now() - interval '1 day' where watchlist_id = $1",
+        [listId],
+      );
+      const answers = await Promise.all(Array.from({ length: 10 }, () => rescan(globex, listId)));
+      const bodies = await Promise.all(answers.map((a) => expectJson<RescanAcceptedBody>(a, 202)));
+      expect(new Set(bodies.map((b) => b.rescan_id)).size).toBe(1);
+      expect(bodies.every((b) => b.status === 'queued')).toBe(true);
+      expect(answers[0]!.headers.get('location')).toBe(bodies[0]!.status_url);
       const { rows } = await sql.query('select id from watchlist_rescans where watchlist_id = $1', [listId]);
       expect(rows).toHaveLength(1);
     });
@@ -157,19 +161,39 @@ describe('watchlist limits', () => {
       expect(rows[0]!.finished_at).not.toBeNull();
     });
 
-    it('a rescan that made no progress for 15 minutes no longer blocks the next one', async () => {
+    it('a rescan whose job still waits runs however long; one that made no progress for an hour after its job ended no longer blocks', async () => {
+      const [latest] = (
+        await sql.query<{ id: string }>(
+          'select id from watchlist_rescans where watchlist_id = $1 order by created_at desc limit 1',
+          [listId],
+        )
+      ).rows;
+      // Asked for two hours ago, nothing analysed since: its tick job is still waiting (a busy queue).
       await sql.query(
-        "update watchlist_rescans set created_at = created_at - interval '16 minutes' where watchlist_id = $1",
+        "update watchlist_rescans set created_at = created_at - interval '2 hours' where watchlist_id = $1",
         [listId],
       );
       await sql.query(
-        "update watchlist_entries set deep_checked_at = now() - interval '40 minutes' where watchlist_id = $1",
+        `update watchlist_entries set created_at = now() - interval '4 hours',
+                deep_checked_at = now() - interval '3 hours' where watchlist_id = $1`,
         [listId],
       );
+      const waiting = await expectJson<RescanAcceptedBody>(await rescan(globex, listId), 202);
+      expect(waiting.rescan_id).toBe(latest!.id);
+      // Its job is gone (failed and dropped by the job retention): the rescan has stalled.
+      const bull = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
+      const ticks = new Queue('watchlist-tick', {
+        connection: bull,
+        prefix: `${testEnv.env.REDIS_KEY_PREFIX}bull`,
+      });
+      await ticks.remove(latest!.id);
+      await ticks.close();
+      bull.disconnect();
       const next = await expectJson<RescanAcceptedBody>(await rescan(globex, listId), 202);
+      expect(next.rescan_id).not.toBe(latest!.id);
+      expect(next.status).toBe('queued');
       const { rows } = await sql.query('select id from watchlist_rescans where watchlist_id = $1', [listId]);
       expect(rows).toHaveLength(3);
-      expect(next.status).toBe('queued');
     });
   });
 
