@@ -134,8 +134,9 @@ export class HealthService {
           ...(value.count > 0
             ? {
                 output:
-                  `${value.count} watchlist(s) whose schedule does not run within a year are not scanned ` +
-                  `(change their schedule or deep_schedule): ${value.names.join(', ')}` +
+                  `${value.count} watchlist(s) with a schedule stored before schedules had to run within a ` +
+                  'year, and no run within a year: that scan (tick or deep scan, named) never runs until ' +
+                  `the schedule is changed: ${value.names.join(', ')}` +
                   (value.count > value.names.length ? ', …' : ''),
               }
             : {}),

@@ -29,7 +29,10 @@ export const WatchlistSchema = defineEntity({
     deepSchedule: p.string().length(100),
     /** `{ balance_change_pct?: number }` and later thresholds, snake_case as the API shows them. */
     thresholds: p.json<Record<string, number>>(),
-    /** When the tick is next due (computed when the list is saved or ticked); null: not within a year. */
+    /**
+     * When the tick is next due (computed when the list is saved or ticked); null: a schedule stored before
+     * schedules had to run within a year, with no run within a year of the upgrade.
+     */
     nextTickAt: p.datetime().nullable(),
     /** When the deep scan is next due; null as for `nextTickAt`. */
     nextDeepAt: p.datetime().nullable(),

@@ -8,13 +8,17 @@ import { z } from 'zod';
  *
  * A cron is evaluated only when a list is saved and when it runs: its next due time is stored
  * (`next_tick_at`, `next_deep_at`), so the minute's `watchlists-due` job is one indexed query whatever the
- * expressions. Every evaluation is bounded by a horizon (cron-parser's `endDate`): an expression whose
- * next run is decades away costs no more than one due next month.
+ * expressions. Every evaluation is bounded by a horizon (cron-parser's `endDate`), so its cost is bounded
+ * whatever the expression: a year when a schedule is saved (it must run within one), 28 years after a run
+ * (the calendar's cycle of leap years and weekdays: a leap-day schedule saved in the year before one runs
+ * again four years later, and must not stop after its first run).
  */
 
 const MINUTE_MS = 60_000;
 /** A new schedule must run within this long of being saved. */
 export const SCHEDULE_HORIZON_MS = 366 * 86_400_000;
+/** How far ahead a schedule's next run is looked for after it ran. */
+const RUN_HORIZON_MS = 28 * 366 * 86_400_000;
 
 /** Why `expr` is not a valid schedule, or undefined when it is. `now`: when it is being saved. */
 export function scheduleProblem(expr: string, now = new Date()): string | undefined {
@@ -44,15 +48,15 @@ export const scheduleSchema = z
   });
 
 /**
- * The first minute after the minute of `after` at which `expr` fires, within SCHEDULE_HORIZON_MS; null
- * when it does not fire in that time (or is not a valid expression: a stored one from before a rule).
+ * The first minute after the minute of `after` at which `expr` fires, within `horizonMs`; null when it does
+ * not fire in that time (or is not a valid expression: a stored one from before a rule).
  */
-export function nextRunAfter(expr: string, after: Date): Date | null {
+export function nextRunAfter(expr: string, after: Date, horizonMs = SCHEDULE_HORIZON_MS): Date | null {
   const minute = Math.floor(after.getTime() / MINUTE_MS) * MINUTE_MS;
   try {
     return CronExpressionParser.parse(expr, {
       currentDate: new Date(minute + MINUTE_MS - 1),
-      endDate: new Date(minute + SCHEDULE_HORIZON_MS),
+      endDate: new Date(minute + horizonMs),
       tz: 'UTC',
     })
       .next()
@@ -62,7 +66,10 @@ export function nextRunAfter(expr: string, after: Date): Date | null {
   }
 }
 
-/** The next due times of a list's two schedules after `after`, memoised per expression for one pass. */
+/**
+ * The next due times of the lists that ran at `after` (the minute's job), memoised per expression for one
+ * pass, within RUN_HORIZON_MS.
+ */
 export class DueTimes {
   private readonly memo = new Map<string, Date | null>();
 
@@ -71,7 +78,7 @@ export class DueTimes {
   next(expr: string): Date | null {
     let at = this.memo.get(expr);
     if (at === undefined) {
-      at = nextRunAfter(expr, this.after);
+      at = nextRunAfter(expr, this.after, RUN_HORIZON_MS);
       this.memo.set(expr, at);
     }
     return at;

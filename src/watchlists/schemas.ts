@@ -117,8 +117,9 @@ export const watchlistSchema = z
       .nullable()
       .meta({
         description:
-          'When the next tick is due (UTC). Null when `schedule` does not run within a year of its last ' +
-          'run (a list saved before that rule): the list is not scanned until its schedule is changed.',
+          'When the next tick is due (UTC). Null only for a list stored before schedules had to run within ' +
+          'a year whose `schedule` had no run within a year of the upgrade: its ticks do not run until ' +
+          'the schedule is changed (agent health names it).',
       }),
     next_deep_at: z
       .string()

@@ -57,7 +57,7 @@ export interface WatchlistView {
   deepSchedule: string;
   thresholds: Thresholds;
   entryCount: number;
-  /** When each schedule is next due; null when it does not run within a year. */
+  /** When each schedule is next due; null: a schedule from before the one-year rule with no run in a year. */
   nextTickAt: Date | null;
   nextDeepAt: Date | null;
   createdAt: Date;
