@@ -1,5 +1,6 @@
 import { createReadStream } from 'node:fs';
 import { access, constants, stat } from 'node:fs/promises';
+import { Transform, type TransformCallback } from 'node:stream';
 import type { Command } from 'commander';
 import { CsvError, parse as parseCsv, type Options as CsvOptions } from 'csv-parse';
 import { AccountsService } from '../accounts/service.js';
@@ -29,14 +30,55 @@ const IMPORT_BATCH = 1000;
 const MAX_REPORTED_ERRORS = 100;
 const CSV_COLUMNS = ['target', 'chain', 'network', 'label', 'target_type'] as const;
 /**
- * The longest record csv-parse buffers (its `max_record_size`, counted in characters of the record's
- * fields, the current field in bytes), so an unclosed quote cannot read the rest of the file into one
- * field: without it, a 100 MiB file with one peaked at ~470 MiB of RSS (~250 MiB importing its rows
- * without it) before failing at its end. The longest legal row is about 1 KiB (a target of up to 200 characters, a label of 200 characters of up to 4 bytes
- * each, three short columns); 64 times that still refuses an over-long field as a failed row of its own
- * (as the API does) rather than stopping the import, at a cost of one 64 KiB buffer.
+ * The longest row read, in two bounds: csv-parse's `max_record_size` (the characters of a record's fields,
+ * so an unclosed quote cannot read the rest of the file into one field: without it, a 100 MiB file with one
+ * peaked at ~470 MiB of RSS before failing at its end) and LineCap's bound on a physical line (what
+ * `max_record_size` does not count: delimiters, so a line of 50 MB of commas, millions of empty fields,
+ * took 2.7 GB). The longest legal row is about 1 KiB (a target of up to 200 characters, a label of 200
+ * characters of up to 4 bytes each, three short columns); 64 times that lets an over-long label through to
+ * be refused as a failed row of its own (as the API refuses it), at the cost of a 64 KiB buffer. A row
+ * past either bound stops the import, naming its line.
  */
 const MAX_RECORD_BYTES = 64 * 1024;
+
+/**
+ * Passes whole lines of the file on, and ends it before the first line longer than MAX_RECORD_BYTES (whose
+ * number it keeps in `tooLong`): it holds at most one such line's bytes, whatever the file.
+ */
+class LineCap extends Transform {
+  /** The number of the line that stopped the file, if one did. */
+  tooLong: number | undefined;
+  private pending = Buffer.alloc(0);
+  /** The number of the line `pending` starts. */
+  private line = 1;
+
+  override _transform(chunk: Buffer, _encoding: BufferEncoding, done: TransformCallback): void {
+    if (this.tooLong !== undefined) return done();
+    const data = this.pending.length > 0 ? Buffer.concat([this.pending, chunk]) : chunk;
+    let start = 0;
+    for (let nl = data.indexOf(0x0a); nl !== -1; nl = data.indexOf(0x0a, start)) {
+      if (nl - start > MAX_RECORD_BYTES) return this.stop(data.subarray(0, start), done);
+      start = nl + 1;
+      this.line++;
+    }
+    if (data.length - start > MAX_RECORD_BYTES) return this.stop(data.subarray(0, start), done);
+    this.pending = Buffer.from(data.subarray(start));
+    done(null, data.subarray(0, start));
+  }
+
+  override _flush(done: TransformCallback): void {
+    done(null, this.tooLong === undefined ? this.pending : undefined);
+  }
+
+  /** Passes the whole lines before the long one, and ends the file there. */
+  private stop(whole: Buffer, done: TransformCallback): void {
+    this.tooLong = this.line;
+    this.pending = Buffer.alloc(0);
+    this.push(whole);
+    this.push(null);
+    done();
+  }
+}
 
 /** A row of the file: an entry to add, or what makes it one the API would refuse as a whole. */
 type Row = { line: number } & (
@@ -159,7 +201,9 @@ async function importCsv(file: string, size: number, add: AddBatch): Promise<Imp
     },
   };
   const parser = parseCsv(options);
+  const lines = new LineCap();
   input.on('error', (err) => parser.destroy(err));
+  lines.on('error', (err) => parser.destroy(err));
 
   let batch: Row[] = [];
   const flush = async () => {
@@ -185,7 +229,7 @@ async function importCsv(file: string, size: number, add: AddBatch): Promise<Imp
   };
 
   try {
-    for await (const { record, info } of input.pipe(parser) as AsyncIterable<{
+    for await (const { record, info } of input.pipe(lines).pipe(parser) as AsyncIterable<{
       record: Record<string, string | undefined>;
       info: { lines: number; empty_lines: number };
     }>) {
@@ -213,13 +257,20 @@ async function importCsv(file: string, size: number, add: AddBatch): Promise<Imp
   } catch (err) {
     if (!(err instanceof CsvError)) throw err;
     await flush();
-    summary.aborted =
-      `${file} is not valid CSV: ${csvErrorMessage(err, last)}. The import stopped there: ` +
-      `the ${summary.rows} rows before it were imported as the summary says.`;
+    // Where LineCap ended the file, a record may be left open: the long line is the error, said below.
+    if (lines.tooLong === undefined)
+      summary.aborted =
+        `${file} is not valid CSV: ${csvErrorMessage(err, last)}. The import stopped there: ` +
+        `the ${summary.rows} rows before it were imported as the summary says.`;
   } finally {
     input.destroy();
     progress.done(summary);
   }
+  if (lines.tooLong !== undefined)
+    summary.aborted =
+      `${file} is not valid CSV: line ${lines.tooLong}: the row is over the ${MAX_RECORD_BYTES / 1024} KiB ` +
+      `limit on a row. The import stopped there: the ${summary.rows} rows before it were imported as the ` +
+      'summary says.';
   if (!header && !summary.aborted)
     throw new AppError(
       'invalid_request',

@@ -361,4 +361,35 @@ describe('riskwatch watchlists import (built CLI)', () => {
     );
     expect(peak - base).toBeLessThan(50);
   }, 120_000);
+
+  it('stops at a line over the cap that is delimiters, not field characters, in bounded memory', async () => {
+    // csv-parse's record cap counts the characters of fields, not the commas between them: a line of
+    // 40 MiB of commas is millions of empty fields (2.7 GB of RSS at 50 MB before the line cap).
+    const before = 3000;
+    let rows = 'target,label\n';
+    for (let i = 0; i < before; i++) rows += `${evmAddress()},row ${i}\n`;
+    const file = join(tmp, 'commas.csv');
+    const out = createWriteStream(file);
+    out.write(`${rows}${evmAddress()},`);
+    const commas = Buffer.alloc(1024 * 1024, ',');
+    for (let i = 0; i < 40; i++) if (!out.write(commas)) await once(out, 'drain');
+    out.write(`\n${evmAddress()},after\n`);
+    out.end();
+    await once(out, 'finish');
+
+    const list = await watchlists.createWatchlist(acme.account.id, { name: 'commas' });
+    const run = await runCli(testEnv.env, ['watchlists', 'import', 'acme', list.id, file], { maxRss: true });
+    expect(run.code, run.stderr).toBe(1);
+    const summary = JSON.parse(run.stdout) as ImportSummaryBody;
+    expect(summary).toMatchObject({ rows: before, created: before, failed: 0 });
+    expect(await entryCount(list.id)).toBe(before);
+    expect(summary.aborted).toContain(
+      `${file} is not valid CSV: line ${before + 2}: the row is over the 64 KiB limit on a row`,
+    );
+    const peak = maxRssMiB(run.stderr);
+    console.log(
+      `watchlists import: a 40 MiB line of commas refused at a peak RSS of ${Math.round(peak)} MiB`,
+    );
+    expect(peak).toBeLessThan(400);
+  }, 120_000);
 });
