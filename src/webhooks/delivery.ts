@@ -136,9 +136,10 @@ export class WebhookDeliverer {
 
   /**
    * Drops events, deliveries and attempts older than the retention. An event with a delivery still pending
-   * inside its retry window (`retryWindowMs` after it was created) is kept until that delivery ends; one
-   * pending past its window (its endpoint was disabled, or re-enabled long after) is closed as `expired`
-   * and its event dropped. A delivery closed here stays in the log until the next prune.
+   * inside its retry window (`retryWindowMs` after its last attempt, or its creation if none: a delivery
+   * held behind an older failing one is attempted once that one ends) is kept until that delivery ends;
+   * one pending past its window (its endpoint was disabled, or re-enabled long after) is closed as
+   * `expired` and its event dropped. A delivery closed here stays in the log until the next prune.
    */
   async prune(now = new Date()): Promise<{ events: number; expired: number }> {
     const before = new Date(now.getTime() - this.deps.settings.event_retention_days * 86_400_000);
@@ -153,7 +154,8 @@ export class WebhookDeliverer {
       const expired = await em.execute<{ affectedRows?: number }>(
         `update webhook_deliveries d set status = 'expired', next_attempt_at = null, last_error = 'event_expired'
            from events e
-          where e.id = d.event_id and e.created_at < ? and d.status = 'pending' and d.created_at < ?`,
+          where e.id = d.event_id and e.created_at < ? and d.status = 'pending'
+            and coalesce(d.last_attempt_at, d.created_at) < ?`,
         [before, windowStart],
         'run',
       );
@@ -464,9 +466,9 @@ function loggedBody(body: string): string {
 }
 
 /**
- * How long after its event a delivery may still be retried: every wait of the schedule at its longest
- * (jitter, or a receiver's capped Retry-After, whichever is longer). Retention keeps an event this long at
- * least while a delivery of it is pending.
+ * How long a pending delivery may wait for its next attempt, at most: every wait of the schedule at its
+ * longest (with jitter, or a receiver's capped Retry-After, whichever is longer), added up. Retention keeps
+ * an event while a delivery of it is pending and was attempted (or created) within this.
  */
 function retryWindowMs(s: WebhooksSettings): number {
   const longest = (wait: number) => Math.max(wait * (1 + s.retry_jitter_pct / 100), s.retry_after_max_s);

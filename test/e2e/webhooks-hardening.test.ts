@@ -210,7 +210,13 @@ describe('webhook delivery hardening', () => {
 
 describe('events-prune and the retry window', () => {
   /** Events and deliveries written `ageMs` ago, as the outbox writes them. */
-  async function oldEvent(accountId: string, endpointId: string, ageMs: number, status: string) {
+  async function oldEvent(
+    accountId: string,
+    endpointId: string,
+    ageMs: number,
+    status: string,
+    lastAttemptAgeMs?: number,
+  ) {
     const at = new Date(Date.now() - ageMs);
     const eventId = newId('evt', at.getTime());
     await db.query(
@@ -221,8 +227,8 @@ describe('events-prune and the retry window', () => {
     );
     await db.query(
       `insert into webhook_deliveries (id, account_id, endpoint_id, event_id, event_seq, status, attempts,
-              next_attempt_at, created_at)
-       values ($1, $2, $3, $4, 0, $5, 1, $6, $7)`,
+              next_attempt_at, last_attempt_at, created_at)
+       values ($1, $2, $3, $4, 0, $5, 1, $6, $7, $8)`,
       [
         newId('whd', at.getTime()),
         accountId,
@@ -230,6 +236,7 @@ describe('events-prune and the retry window', () => {
         eventId,
         status,
         status === 'pending' ? at : null,
+        lastAttemptAgeMs === undefined ? null : new Date(Date.now() - lastAttemptAgeMs),
         at,
       ],
     );
@@ -263,26 +270,29 @@ describe('events-prune and the retry window', () => {
     const insideWindow = await oldEvent(account, endpoint, 2 * day, 'pending');
     const pastWindow = await oldEvent(account, endpoint, 4 * day, 'pending');
     const delivered = await oldEvent(account, endpoint, 2 * day, 'succeeded');
+    // Held behind an older failing delivery, then attempted a day ago: still inside its own window.
+    const heldBehind = await oldEvent(account, endpoint, 4 * day, 'pending', day);
 
     expect(await deliverer.prune()).toEqual({ events: 2, expired: 1 });
     const events = await db.query<{ id: string }>('select id from events where account_id = $1', [account]);
-    expect(events.rows.map((r) => r.id)).toEqual([insideWindow]);
+    expect(events.rows.map((r) => r.id).sort()).toEqual([insideWindow, heldBehind].sort());
     const deliveries = await db.query<{ event_id: string; status: string; next_attempt_at: Date | null }>(
       'select event_id, status, next_attempt_at from webhook_deliveries where account_id = $1',
       [account],
     );
     const byEvent = new Map(deliveries.rows.map((r) => [r.event_id, r]));
     expect(byEvent.get(insideWindow)).toMatchObject({ status: 'pending' });
+    expect(byEvent.get(heldBehind)).toMatchObject({ status: 'pending' });
     expect(byEvent.get(pastWindow)).toMatchObject({ status: 'expired', next_attempt_at: null });
     expect(byEvent.has(delivered)).toBe(false);
 
-    // A day and a half later the first one is past its window too: expired, and its event dropped.
-    await deliverer.prune(new Date(Date.now() + 1.5 * day));
+    // Two and a half days later both are past their windows too: expired, and their events dropped.
+    await deliverer.prune(new Date(Date.now() + 2.5 * day));
     const later = await db.query<{ status: string }>(
-      'select status from webhook_deliveries where event_id = $1',
-      [insideWindow],
+      'select status from webhook_deliveries where event_id = any($1)',
+      [[insideWindow, heldBehind]],
     );
-    expect(later.rows.map((r) => r.status)).toEqual(['expired']);
+    expect(later.rows.map((r) => r.status)).toEqual(['expired', 'expired']);
     const left = await db.query('select 1 from events where account_id = $1', [account]);
     expect(left.rowCount).toBe(0);
   });
