@@ -60,8 +60,12 @@ export class WebhookSecretStore {
     let after = '';
     for (;;) {
       const rows = await this.orm.em.fork().transactional(async (em) => {
-        const batch = await em.execute<{ id: string; secret: string; previous_secret: string | null }[]>(
-          `select id, secret, previous_secret from webhook_endpoints
+        const batch = await em.execute<
+          { id: string; secret: string; previous_secret: string | null; previous_expired: boolean }[]
+        >(
+          `select id, secret, previous_secret,
+                  coalesce(previous_secret_expires_at <= now(), true) as previous_expired
+             from webhook_endpoints
             where id > ? and (secret not like ? or previous_secret not like ?)
             order by id limit ${BATCH} for update`,
           [after, fresh, fresh],
@@ -82,8 +86,11 @@ export class WebhookSecretStore {
             }
           };
           const secret = reseal('secret', row.secret);
+          // A previous secret past its overlap signs nothing: it is dropped, not sealed again.
           const previous =
-            row.previous_secret === null ? null : reseal('previous_secret', row.previous_secret);
+            row.previous_secret === null || row.previous_expired
+              ? null
+              : reseal('previous_secret', row.previous_secret);
           if (secret === row.secret && previous === row.previous_secret) continue;
           await em.execute(
             'update webhook_endpoints set secret = ?, previous_secret = ? where id = ?',

@@ -292,6 +292,22 @@ describe('webhook signing secrets at rest', () => {
     ).rejects.toThrow(
       new RegExp(`secrets_key_missing: 1 secrets did not open \\(sealed under ${kidOf(strayKey)}\\)`),
     );
+    // Once it is an expired previous secret it signs nothing: rotate-key drops it instead of failing.
+    await sql.query(
+      `update webhook_endpoints set previous_secret = secret, secret = $2,
+              previous_secret_expires_at = now() - interval '1 hour' where id = $1`,
+      [id, new SecretBox(Buffer.from(secondKey, 'hex')).seal(secret, endpointSecretContext(id))],
+    );
+    const dropped = await cliJson<ResealReport>({ ...env, RISKWATCH_SECRETS_KEY: secondKey }, [
+      'secrets',
+      'rotate-key',
+    ]);
+    expect(dropped).toMatchObject({ endpoints: 1, unreadable: [] });
+    const { rows: kept } = await sql.query<{ previous_secret: string | null }>(
+      'select previous_secret from webhook_endpoints where id = $1',
+      [id],
+    );
+    expect(kept).toEqual([{ previous_secret: null }]);
     await sql.query('delete from webhook_deliveries where endpoint_id = $1', [id]);
     await sql.query('delete from webhook_endpoints where id = $1', [id]);
   }, 60_000);
