@@ -235,7 +235,9 @@ export function webhookRoutes(webhooks: WebhooksService) {
       summary: 'Send one delivery again',
       description:
         'The delivery becomes `pending` and is sent at once, whatever its status was; its attempts and their ' +
-        'log are kept. The event keeps its id (`webhook-id`), so receivers can tell a repeat.',
+        'log are kept. The event keeps its id (`webhook-id`), so receivers can tell a repeat. Asked for by ' +
+        'hand, it is the one exception to the order of an endpoint’s deliveries: it goes ahead of those ' +
+        'waiting behind the endpoint’s back-off.',
       tag: TAG,
       auth: 'api_key',
       params: deliveryParamsSchema,
