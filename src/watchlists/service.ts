@@ -24,8 +24,9 @@ import {
 
 /*
  * The watchlist API over the tables the scanner (scan.ts, workers/) fills: lists, their entries in bulk,
- * snapshot history and alerts (rescans: rescans.ts). Every query names the caller's account, so another account's id
- * is simply not found. Entries are written with one statement per batch of rows, not one per entry.
+ * snapshot history and alerts (rescans: rescans.ts). Every query names the caller's account, so another
+ * account's id is simply not found. Entries are written with one statement per batch of rows, not one per
+ * entry.
  */
 
 /** The networks an entry may name: ChainProviders fits (`resolve` accepts configured networks only). */
@@ -867,7 +868,7 @@ export class WatchlistsService {
   }
 }
 
-export const watchlistNotFound = (id: string) => notFound(`Watchlist "${clip(id)}"`);
+const watchlistNotFound = (id: string) => notFound(`Watchlist "${clip(id)}"`);
 
 /** The account's watchlist, else `not_found` (another account's list included); `lock` holds it. */
 export async function requireWatchlist(
