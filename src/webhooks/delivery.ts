@@ -201,7 +201,10 @@ export class WebhookDeliverer {
   async drain(endpointId: string): Promise<{ attempted: number; succeeded: number } | 'deferred'> {
     const first = await this.endpoint(endpointId);
     if (!first?.enabled) return { attempted: 0, succeeded: 0 };
-    if (!this.slots.take(first.account_id)) return 'deferred';
+    if (!this.slots.take(first.account_id)) {
+      this.metrics?.deferred.inc();
+      return 'deferred';
+    }
     try {
       return await this.send(endpointId);
     } finally {

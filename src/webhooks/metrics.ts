@@ -16,6 +16,7 @@ export class WebhookMetrics {
   readonly latency: Histogram;
   readonly eventToReceipt: Histogram;
   readonly disabled: Counter;
+  readonly deferred: Counter;
 
   constructor(registry: Registry, backlog: () => Promise<WebhookBacklog>) {
     let cached: { at: number; value: Promise<WebhookBacklog> } | undefined;
@@ -68,6 +69,11 @@ export class WebhookMetrics {
     this.disabled = new Counter({
       name: 'riskwatch_webhook_endpoint_disablements_total',
       help: 'Webhook endpoints disabled by the deliverer (410 Gone, or failing longer than the setting).',
+      registers: [registry],
+    });
+    this.deferred = new Counter({
+      name: 'riskwatch_webhook_drains_deferred_total',
+      help: 'Endpoint drains put back for half a second because their account held its share of the drain slots.',
       registers: [registry],
     });
   }

@@ -166,6 +166,10 @@ describe('webhook delivery hardening', () => {
     expect(fastAt).toBeLessThan(firstSlowAnswerAt);
     expect(fastAt - emittedAt).toBeLessThan(2000);
     expect(maxInFlight).toBe(12);
+    // The operators see it: the drains put back are counted.
+    const metrics = await (await fetch(worker.metricsUrl)).text();
+    const deferred = /^riskwatch_webhook_drains_deferred_total(?:\{[^}]*\})? (\d+)/m.exec(metrics);
+    expect(Number(deferred?.[1])).toBeGreaterThan(0);
     // Every slow endpoint gets its delivery in the end.
     await eventually(
       async () =>
