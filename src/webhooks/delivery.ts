@@ -5,6 +5,7 @@ import { newId } from '../platform/ids.js';
 import type { Logger } from '../platform/logger.js';
 import { isDeliveryFailure, type DeliveryResult, type WebhookHttpClient } from './http.js';
 import type { WebhookBacklog, WebhookMetrics } from './metrics.js';
+import { DrainSlots } from './drain-slots.js';
 import { appendEvents } from './outbox.js';
 import { endpointSecretContext, SecretOpenError, type SecretBox } from './secrets.js';
 import type { WebhooksSettings } from './settings.js';
@@ -65,37 +66,6 @@ interface DueRow {
 }
 
 type Outcome = { kind: 'succeeded' } | { kind: 'gone' } | { kind: 'retry'; afterMs?: number; error: string };
-
-/**
- * The drain slots of one worker process, counted per account: an account's first drain takes any free slot,
- * a further one only while more than `reserve` (a quarter of the slots) would stay free. So the reserve can
- * only fill with first drains of distinct accounts: starving an account takes that many others all busy.
- */
-class DrainSlots {
-  private running = 0;
-  private readonly byAccount = new Map<string, number>();
-  private readonly reserve: number;
-
-  constructor(private readonly size: number) {
-    this.reserve = size >= 2 ? Math.max(1, Math.floor(size / 4)) : 0;
-  }
-
-  take(accountId: string): boolean {
-    const mine = this.byAccount.get(accountId) ?? 0;
-    const free = this.size - this.running;
-    if (free <= 0 || (mine > 0 && free <= this.reserve)) return false;
-    this.running++;
-    this.byAccount.set(accountId, mine + 1);
-    return true;
-  }
-
-  release(accountId: string): void {
-    const mine = (this.byAccount.get(accountId) ?? 1) - 1;
-    if (mine > 0) this.byAccount.set(accountId, mine);
-    else this.byAccount.delete(accountId);
-    this.running--;
-  }
-}
 
 export class WebhookDeliverer {
   private metrics: WebhookMetrics | undefined;
