@@ -16,7 +16,7 @@ import { z } from 'zod';
 
 const MINUTE_MS = 60_000;
 /** A new schedule must run within this long of being saved. */
-export const SCHEDULE_HORIZON_MS = 366 * 86_400_000;
+const SCHEDULE_HORIZON_MS = 366 * 86_400_000;
 /** How far ahead a schedule's next run is looked for after it ran. */
 const RUN_HORIZON_MS = 28 * 366 * 86_400_000;
 
