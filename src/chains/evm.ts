@@ -16,6 +16,8 @@ export const EVM_METHODS = [
   'eth_getTransactionByHash',
   'eth_getTransactionCount',
   'eth_getTransactionReceipt',
+  'eth_simulateV1',
+  'debug_traceCall',
   'net_version',
   'web3_clientVersion',
 ] as const;

@@ -39,7 +39,8 @@ export class ChainAnalyzer {
 
   /**
    * The analysis of `target` as `subject`, with an abort signal at `ms` (sub-checks that did not finish
-   * become `check_incomplete`) and a hard stop just after it (→ `provider_unavailable`).
+   * become `check_incomplete`) and a hard stop just after it (→ `provider_unavailable`). `block` pins an
+   * EVM analysis to a block already known (a payload's simulated block), saving its `eth_blockNumber`.
    */
   async analyzeWithin(
     network: NetworkDef,
@@ -47,9 +48,10 @@ export class ChainAnalyzer {
     subject: Subject,
     ms: number,
     mode: Mode,
+    block?: bigint,
   ): Promise<ChainAnalysis> {
     const signal = AbortSignal.timeout(Math.max(1, ms));
-    const work = this.runAnalyzers(network, target, subject, signal);
+    const work = this.runAnalyzers(network, target, subject, signal, block);
     let timer: NodeJS.Timeout | undefined;
     const hardStop = new Promise<never>((_, reject) => {
       timer = setTimeout(
@@ -76,11 +78,13 @@ export class ChainAnalyzer {
     target: string,
     subject: Subject,
     signal: AbortSignal,
+    block?: bigint,
   ): Promise<ChainAnalysis> {
     const opts = { network, signal };
     if (network.family === 'evm') {
       return analyzeEvmAccount(this.deps.providers.evm(network), target, {
         ...opts,
+        ...(block !== undefined ? { block } : {}),
         knownWalletImplementations: this.deps.walletImplementations,
       });
     }

@@ -44,6 +44,23 @@ export const CATALOG = {
   },
   approval_to_eoa: { severity: 'high', title: 'Approval to an externally owned account' },
   program_upgradeable: { severity: 'medium', title: 'Program can be upgraded' },
+  blind_signature: { severity: 'critical', title: 'Blind signature of a hash or raw bytes' },
+  counterparty_flagged: {
+    severity: 'critical',
+    title: 'The payload pays, approves or hands authority to a flagged address',
+  },
+  authority_transfer: { severity: 'critical', title: 'Control of your account goes to another key' },
+  unlimited_approval: { severity: 'high', title: 'Unlimited approval (or one covering your whole balance)' },
+  approval_for_all: { severity: 'high', title: 'Operator approval over a whole collection' },
+  outflow_without_inflow: { severity: 'high', title: 'Assets leave and nothing comes back' },
+  permit_signature: { severity: 'medium', title: 'Off-chain approval (a signature, no transaction)' },
+  simulation_reverted: { severity: 'medium', title: 'The transaction fails in simulation' },
+  chain_mismatch: { severity: 'medium', title: 'Signed for another chain than the one asked about' },
+  durable_nonce: { severity: 'medium', title: 'Durable nonce: the transaction never expires' },
+  close_to_other: {
+    severity: 'medium',
+    title: 'A token account is closed with its rent sent to another key',
+  },
 } as const satisfies Record<string, { severity: Severity; title: string }>;
 
 export type FindingCode = keyof typeof CATALOG;
@@ -56,6 +73,12 @@ export interface Evidence {
   value: unknown;
 }
 
+/** Who a finding is about, when a preflight judges more than its target (a payload's counterparties). */
+export interface FindingSubject {
+  role: 'target' | 'spender' | 'operator' | 'recipient' | 'authority' | 'signature' | 'transaction';
+  address: string | null;
+}
+
 export interface Finding {
   code: FindingCode;
   severity: Severity;
@@ -64,6 +87,9 @@ export interface Finding {
   evidence: Evidence;
   suppressed: boolean;
   suppressed_reason?: string;
+  subject?: FindingSubject;
+  /** Set when a rule lowered the severity so that the finding no longer weighs (kept visible). */
+  loweredFrom?: Severity;
 }
 
 export function finding(

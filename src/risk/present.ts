@@ -1,7 +1,16 @@
 import type { ImpactMetric, ImpactService } from '../impact/service.js';
 import { newId } from '../platform/ids.js';
 import type { Finding } from './findings.js';
-import type { Assessment, FindingBody, Preflight, PreflightReason, TokenScan } from './schemas.js';
+import type { Asset, SignatureInfo, Simulation } from './payload/types.js';
+import type {
+  Assessment,
+  FindingBody,
+  Preflight,
+  PreflightReason,
+  SignatureBody,
+  SimulationBody,
+  TokenScan,
+} from './schemas.js';
 import type { PreflightVerdict, TargetVerdict, TokenVerdict, Verdict } from './service.js';
 
 /*
@@ -63,8 +72,62 @@ export function presentTokenScan(v: TokenVerdict): TokenScan {
   };
 }
 
-/** The findings behind a preflight decision: the unsuppressed ones that weigh, and any unfinished check. */
-const isReason = (f: Finding) => !f.suppressed && (f.severity !== 'info' || f.code === 'check_incomplete');
+/**
+ * The findings behind a preflight decision: the unsuppressed ones that weigh, any unfinished check, and a
+ * payload's called-contract findings that were lowered so as not to weigh (shown, as info).
+ */
+const isReason = (f: Finding) =>
+  !f.suppressed && (f.severity !== 'info' || f.code === 'check_incomplete' || f.loweredFrom !== undefined);
+
+const presentAsset = (a: Asset): SimulationBody['approvals'][number]['asset'] => ({
+  type: a.type,
+  ...(a.address !== undefined ? { address: a.address } : {}),
+  ...(a.tokenId !== undefined ? { token_id: a.tokenId.toString() } : {}),
+  ...(a.symbol !== undefined ? { symbol: a.symbol } : {}),
+  ...(a.decimals !== undefined ? { decimals: a.decimals } : {}),
+});
+
+/** A payload's simulation (or, for a signature, what it grants) as answered: amounts as decimal strings. */
+export function presentSimulation(s: Simulation): SimulationBody {
+  return {
+    status: s.status,
+    method: s.method,
+    ...(s.block !== undefined ? { block: s.block } : {}),
+    ...(s.slot !== undefined ? { slot: s.slot } : {}),
+    ...(s.error !== undefined ? { error: s.error } : {}),
+    asset_changes: s.assetChanges.map((c) => ({
+      owner: c.owner,
+      asset: presentAsset(c.asset),
+      amount: c.amount.toString(),
+    })),
+    approvals: s.approvals.map((a) => ({
+      owner: a.owner,
+      asset: presentAsset(a.asset),
+      spender: a.spender,
+      amount: a.unlimited ? 'unlimited' : a.amount.toString(),
+      covers_balance: a.coversBalance,
+      all: a.all,
+      expires_at: a.expiresAt?.toISOString() ?? null,
+      source: a.source,
+    })),
+    authority_changes: s.authorityChanges.map((c) => ({
+      account: c.account,
+      authority_type: c.authorityType,
+      from: c.from,
+      to: c.to,
+    })),
+  };
+}
+
+export function presentSignature(s: SignatureInfo): SignatureBody {
+  return {
+    standard: s.standard,
+    kind: s.kind,
+    chain_id: s.chainId,
+    verifying_contract: s.verifyingContract,
+    deadline: s.deadline?.toISOString() ?? null,
+  };
+}
 
 /** POST /api/v1/shield/preflight. */
 export function presentPreflight(v: PreflightVerdict): Preflight {
@@ -83,7 +146,10 @@ export function presentPreflight(v: PreflightVerdict): Preflight {
       title: f.title,
       detail: f.detail,
       evidence: f.evidence,
+      ...(f.subject ? { subject: f.subject } : {}),
     })),
+    ...(v.simulation ? { simulation: presentSimulation(v.simulation) } : {}),
+    ...(v.signature !== undefined ? { signature: v.signature ? presentSignature(v.signature) : null } : {}),
     policy: {
       name: v.policy.name,
       fail_mode: v.policy.failMode,

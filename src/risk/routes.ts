@@ -87,12 +87,9 @@ export function riskRoutes(risk: RiskService, impact: ImpactService) {
       auth: 'api_key',
       body: preflightBody,
       responses: { 200: { description: 'The decision', schema: preflightSchema } },
+      bodyLimitKb: 256,
       handler: async (ctx, { body }) => {
-        const verdict = await risk.evaluate(
-          apiKeyOf(ctx).accountId,
-          { address: body.target, chain: body.chain, network: body.network },
-          { intent: body.intent },
-        );
+        const verdict = await risk.preflight(apiKeyOf(ctx).accountId, body);
         countAnswered(impact, 'preflights', verdict);
         return { body: presentPreflight(verdict) };
       },

@@ -21,7 +21,8 @@ import { inferChainFromAddress, parseAddress } from '../chains/addresses.js';
 import type { ChainProviders } from '../chains/providers.js';
 import { clip, networkLabel, type NetworkDef } from '../chains/registry.js';
 import type { ListsCache } from '../lists/cache.js';
-import { AppError } from '../platform/errors.js';
+import type { Hex } from 'viem';
+import { AppError, invalidRequest } from '../platform/errors.js';
 import type { Logger } from '../platform/logger.js';
 import { AnalysisCache, type CachedAnalysis } from './analysis-cache.js';
 import {
@@ -32,11 +33,14 @@ import {
   type Subject,
 } from './chain-analysis.js';
 import { applyContext, type ContextualFindings } from './context.js';
-import type { Finding } from './findings.js';
+import { SEVERITIES, type Finding } from './findings.js';
 import { mergeKnownWalletImplementations, type KnownWalletImplementations } from './known/evm.js';
+import { inspectPayload } from './payload/inspect.js';
+import { parsePayload, payloadFieldsOf, type PayloadFields } from './payload/request.js';
+import type { Payload, SignatureInfo, Simulation } from './payload/types.js';
 import { SOLANA_KNOWN, type SolanaKnownRegistry } from './known/solana.js';
 import { decide, INTENTS, type Decision, type FailMode, type Intent } from './policy.js';
-import type { RiskLevel } from './scoring.js';
+import { score, type RiskLevel } from './scoring.js';
 import type { RiskSettings } from './settings.js';
 import { describeSolanaKind } from './solana/kind.js';
 import type { SolanaTokenAnalysis } from './solana/token/index.js';
@@ -70,6 +74,14 @@ export interface TargetRef {
 
 /** `fresh`: skip the analysis cache (the watchlist scanner, when an entry's state just changed). */
 export type EvaluateOptions = { targetType: string; fresh?: boolean } | { intent: string };
+
+/** A shield preflight as asked: a target, a payload (transaction, typed data, message) from `from`, or both. */
+export interface PreflightRequest extends PayloadFields {
+  target?: string | undefined;
+  chain?: string | undefined;
+  network?: string | undefined;
+  intent: string;
+}
 
 /** What every verdict holds. */
 interface VerdictBase {
@@ -113,12 +125,21 @@ export interface TokenVerdict extends VerdictBase {
   known: SolanaTokenAnalysis['known'];
 }
 
-/** The target as whatever it is, before the user acts with `intent` (shield preflight). */
-export interface PreflightVerdict extends VerdictBase {
+/**
+ * The target as whatever it is, before the user acts with `intent` (shield preflight); with a payload,
+ * also what the payload does (`simulation`, `signature`) and its counterparties' findings. A payload
+ * preflight may have no target (a message, a Solana transaction without one): `target` is then null.
+ */
+export interface PreflightVerdict extends Omit<VerdictBase, 'target' | 'targetKind'> {
   kind: 'preflight';
+  target: string | null;
+  targetKind: TargetKind | null;
   intent: Intent;
   decision: Decision;
   policy: { name: string; failMode: FailMode; deadlineMs: number; allowlisted: boolean };
+  /** Present when a payload was sent. */
+  simulation?: Simulation;
+  signature?: SignatureInfo | null;
 }
 
 export type Verdict = TargetVerdict | TokenVerdict | PreflightVerdict;
@@ -139,10 +160,12 @@ const FAMILIES_OF: Record<TargetType, readonly NetworkDef['family'][]> = {
 export class RiskService {
   private readonly analyzer: ChainAnalyzer;
   private readonly cache: AnalysisCache;
+  private readonly walletImplementations: KnownWalletImplementations;
 
   constructor(private readonly deps: RiskServiceDeps) {
     const solanaKnown = deps.solanaKnown ?? SOLANA_KNOWN;
     const walletImplementations = deps.walletImplementations ?? mergeKnownWalletImplementations();
+    this.walletImplementations = walletImplementations;
     this.analyzer = new ChainAnalyzer({
       providers: deps.providers,
       recentTransactions: deps.settings.recent_transactions,
@@ -172,7 +195,7 @@ export class RiskService {
   evaluate(accountId: string, target: TargetRef, options: { intent: string }): Promise<PreflightVerdict>;
   evaluate(accountId: string, target: TargetRef, options: EvaluateOptions): Promise<Verdict> {
     return 'intent' in options
-      ? this.evaluateBeforeAction(accountId, target, options.intent)
+      ? this.preflight(accountId, { ...target, target: target.address, intent: options.intent })
       : this.evaluateAsType(accountId, target, options.targetType, options.fresh);
   }
 
@@ -236,49 +259,167 @@ export class RiskService {
       : { ...base, kind: 'target', targetType };
   }
 
-  private async evaluateBeforeAction(
-    accountId: string,
-    ref: TargetRef,
-    action: string,
-  ): Promise<PreflightVerdict> {
+  /**
+   * Shield preflight: the target as whatever it is, and with a payload what the payload does, within
+   * `risk.preflight.deadline_ms` (docs/risk.md#decision). Checks that did not finish are
+   * `check_incomplete` and the decision is at least the fail mode.
+   */
+  async preflight(accountId: string, request: PreflightRequest): Promise<PreflightVerdict> {
     const started = Date.now();
-    const intent = oneOf(INTENTS, action, 'unsupported_intent', 'intent');
+    const intent = oneOf(INTENTS, request.intent, 'unsupported_intent', 'intent');
     const { deadline_ms: deadlineMs, fail_mode: failMode, policy_name: name } = this.deps.settings.preflight;
-    let network: NetworkDef;
-    let target: string;
-    if (ref.chain === undefined && ref.network === undefined) {
-      const inferred = inferChainFromAddress(ref.address, ref.field);
-      network = this.deps.providers.resolve(inferred.network.chain, inferred.network.network);
-      target = inferred.address;
-    } else {
-      network = this.deps.providers.resolve(ref.chain, ref.network);
-      target = parseAddress(network, ref.address, ref.field);
+    const withPayload = payloadFieldsOf(request).length > 0;
+    if (!withPayload && request.target === undefined)
+      throw invalidRequest(
+        'A preflight needs a target, or a payload (transaction, typed_data, message) with from.',
+        [{ path: 'target', message: 'required without a payload' }],
+      );
+    const network = this.preflightNetwork(request);
+    const payload = parsePayload(request, network.family);
+    let from: string | null = null;
+    if (payload) {
+      if (request.from === undefined)
+        throw invalidRequest('from (the user who signs) is required with a payload.', [
+          { path: 'from', message: 'required with transaction, typed_data or message' },
+        ]);
+      from = parseAddress(network, request.from, 'from');
+      if (payload.kind === 'evm_transaction') {
+        if (payload.tx.from !== '0x' && payload.tx.from.toLowerCase() !== from.toLowerCase())
+          throw invalidRequest(`transaction.from ${payload.tx.from} is not from (${from}).`, [
+            { path: 'transaction.from', message: 'must equal from' },
+          ]);
+        payload.tx.from = from as Hex;
+      }
     }
+    const target = this.preflightTarget(network, request.target, payload);
     const lists = await this.deps.lists.view(accountId);
     const budget = Math.max(0, deadlineMs - PREFLIGHT_RESERVE_MS - (Date.now() - started));
-    const fetched = await this.chainAnalysis(network, target, 'auto', 'preflight', budget).catch(
-      (err: unknown): CachedAnalysis => {
-        if (!(err instanceof AppError) || err.code !== 'provider_unavailable') throw err;
-        return { analysis: unreadAnalysis(network, err), cached: false };
-      },
-    );
-    const judged = applyContext(fetched.analysis, { network, target, intent, lists });
+    const deadlineAt = Date.now() + budget;
+    const analyzeTarget = target
+      ? this.chainAnalysis(network, target, 'auto', 'preflight', budget).catch(
+          (err: unknown): CachedAnalysis => {
+            if (!(err instanceof AppError) || err.code !== 'provider_unavailable') throw err;
+            return { analysis: unreadAnalysis(network, err), cached: false };
+          },
+        )
+      : Promise.resolve(null);
+    const inspected = payload
+      ? inspectPayload(payload, {
+          network,
+          from: from!,
+          intent,
+          lists,
+          target,
+          deadlineAt,
+          signal: AbortSignal.timeout(Math.max(1, budget)),
+          evm: () => this.deps.providers.evm(network),
+          analyze: (address, ms, block) =>
+            this.chainAnalysis(network, address, 'auto', 'preflight', ms, false, block),
+          walletImplementations: this.walletImplementations,
+        })
+      : Promise.resolve(null);
+    const [fetched, payloadResult] = await Promise.all([analyzeTarget, inspected]);
+
+    const judged = fetched
+      ? applyContext(fetched.analysis, { network, target: target!, intent, lists })
+      : { findings: [], listStatus: { sanctioned: null, denied: null, allowed: null } };
     const { allowed, denied, sanctioned } = judged.listStatus;
     const allowlisted = allowed !== null && denied === null;
+    let findings = judged.findings.map((f) =>
+      payloadResult ? { ...f, subject: { role: 'target' as const, address: target } } : f,
+    );
+    if (
+      payloadResult &&
+      fetched &&
+      (fetched.analysis.kind === 'contract' || fetched.analysis.kind === 'program')
+    )
+      findings = findings.map(calledContractFinding);
+    findings = [...findings, ...(payloadResult?.findings ?? [])];
+    findings.sort((a, b) => rank(b) - rank(a) || a.code.localeCompare(b.code));
+    const { risk_score: riskScore, risk_level: riskLevel } = score(findings);
+    const complete = (fetched?.analysis.complete ?? true) && (payloadResult?.complete ?? true);
     const decision = decide({
-      level: judged.riskLevel,
-      complete: fetched.analysis.complete,
-      allowlisted,
-      sanctioned: sanctioned !== null,
+      level: riskLevel,
+      complete,
+      // With a payload the allow list suppresses the target's own findings only (applyContext did).
+      allowlisted: allowlisted && !payloadResult,
+      sanctioned: sanctioned !== null || (payloadResult?.flagged ?? false),
       failMode,
     });
     return {
-      ...verdictBase(network, target, fetched, judged),
       kind: 'preflight',
+      target,
+      network,
+      targetKind: fetched?.analysis.kind ?? null,
+      riskScore,
+      riskLevel,
+      complete,
+      findings,
+      facts: fetched?.analysis.facts ?? {},
+      dataAsOf: fetched?.analysis.dataAsOf ?? payloadDataAsOf(payloadResult?.simulation),
+      evaluatedAt: new Date(),
+      cached: fetched?.cached ?? false,
+      engineVersion: ENGINE_VERSION,
       intent,
       decision,
       policy: { name, failMode, deadlineMs, allowlisted },
+      ...(payloadResult ? { simulation: payloadResult.simulation, signature: payloadResult.signature } : {}),
     };
+  }
+
+  /**
+   * Where a preflight runs: `chain`/`network` when given; else the payload's own chain (a Solana wire
+   * transaction, a transaction's `chainId`, typed data's `domain.chainId`); else the target's or `from`'s
+   * address format.
+   */
+  private preflightNetwork(request: PreflightRequest): NetworkDef {
+    if (request.chain !== undefined || request.network !== undefined)
+      return this.deps.providers.resolve(request.chain, request.network);
+    if (typeof request.transaction === 'string') return this.deps.providers.resolve('solana', 'mainnet');
+    const declared =
+      typeof request.transaction === 'object' && request.transaction.chainId
+        ? BigInt(request.transaction.chainId)
+        : declaredTypedDataChain(request.typed_data);
+    if (declared !== null) return this.deps.providers.resolve(`eip155:${declared}`, undefined);
+    const address = request.target ?? request.from;
+    const field = request.target !== undefined ? 'target' : 'from';
+    if (address === undefined)
+      throw invalidRequest('Say which chain: chain/network, or a target or from address.', [
+        { path: 'chain', message: 'required when nothing else names the chain' },
+      ]);
+    const inferred = inferChainFromAddress(address, field);
+    return this.deps.providers.resolve(inferred.network.chain, inferred.network.network);
+  }
+
+  /**
+   * The preflight's target: the given one (checked against the payload: a transaction's `to`, typed
+   * data's `verifyingContract`), or the one the payload names, or null.
+   */
+  private preflightTarget(
+    network: NetworkDef,
+    given: string | undefined,
+    payload: Payload | null,
+  ): string | null {
+    const target = given === undefined ? null : parseAddress(network, given, 'target');
+    if (!payload) return target;
+    let derived: string | null = null;
+    let what = '';
+    if (payload.kind === 'evm_transaction') [derived, what] = [payload.tx.to, "the transaction's to"];
+    if (payload.kind === 'typed_data' && typeof payload.typed.domain.verifyingContract === 'string')
+      [derived, what] = [
+        parseAddress(network, payload.typed.domain.verifyingContract, 'typed_data.domain.verifyingContract'),
+        "the typed data's verifyingContract",
+      ];
+    if (target === null) return derived;
+    if (derived !== null && derived.toLowerCase() !== target.toLowerCase())
+      throw invalidRequest(`target ${target} is not ${what} (${derived}).`, [
+        { path: 'target', message: `must equal ${what}` },
+      ]);
+    if (derived === null && (payload.kind === 'evm_transaction' || payload.kind === 'typed_data'))
+      throw invalidRequest(`target ${target} is not named by the payload.`, [
+        { path: 'target', message: `must equal ${what || "the payload's contract"}` },
+      ]);
+    return target;
   }
 
   /**
@@ -293,6 +434,7 @@ export class RiskService {
     mode: Mode,
     budgetMs = 0,
     fresh = false,
+    block?: bigint,
   ): Promise<CachedAnalysis> {
     const fetched = await this.cache.getOrAnalyze(
       network,
@@ -306,6 +448,7 @@ export class RiskService {
           subject,
           mode === 'full' ? this.deps.settings.deadline_ms : budgetMs,
           mode,
+          block,
         ),
       fresh,
     );
@@ -359,3 +502,46 @@ function oneOf<T extends string>(
 
 const isTokenAnalysis = (a: ChainAnalysis): a is SolanaTokenAnalysis =>
   (a as Partial<SolanaTokenAnalysis>).status === 'mint';
+
+const rank = (f: Finding) => SEVERITIES.indexOf(f.severity);
+
+/**
+ * A payload preflight's called contract keeps its findings, but below high they do not weigh: what the
+ * payload does decides (an exact approve of a token behind an EIP-1967 proxy is not a warning).
+ */
+function calledContractFinding(f: Finding): Finding {
+  if (f.suppressed || f.severity === 'info' || rank(f) >= SEVERITIES.indexOf('high')) return f;
+  return {
+    ...f,
+    severity: 'info',
+    loweredFrom: f.severity,
+    detail: `${f.detail} (${f.severity} on its own; the called contract's findings below high do not weigh on a payload preflight.)`,
+  };
+}
+
+/** The chain position of a preflight without a target: the simulated block or slot. */
+function payloadDataAsOf(simulation: Simulation | undefined): { slot?: number; block?: number } {
+  if (simulation?.block !== undefined) return { block: simulation.block };
+  if (simulation?.slot !== undefined) return { slot: simulation.slot };
+  return {};
+}
+
+/** `domain.chainId` of typed data as sent (object or JSON string), when it reads as an integer. */
+function declaredTypedDataChain(typed: PayloadFields['typed_data']): bigint | null {
+  let value: unknown = typed;
+  if (typeof typed === 'string') {
+    try {
+      value = JSON.parse(typed);
+    } catch {
+      return null;
+    }
+  }
+  const chainId = (value as { domain?: { chainId?: unknown } } | undefined)?.domain?.chainId;
+  if (typeof chainId !== 'number' && typeof chainId !== 'string' && typeof chainId !== 'bigint') return null;
+  try {
+    const n = BigInt(chainId);
+    return n > 0n ? n : null;
+  } catch {
+    return null;
+  }
+}

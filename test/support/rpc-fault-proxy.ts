@@ -51,6 +51,11 @@ export interface FaultProxy {
     forMethod(method: string, mode: FaultMode): void;
     /** Every request gets `mode` (until clear). */
     always(mode: FaultMode): void;
+    /**
+     * Play a node that does not implement `methods`: their calls are answered `-32601 Method not found`,
+     * the other calls of the same batch are forwarded (until clear).
+     */
+    unsupported(...methods: string[]): void;
     /** Back to a healthy provider (latency is kept). */
     clear(): void;
   };
@@ -104,6 +109,7 @@ export async function startFaultProxy(upstreamUrl: string): Promise<FaultProxy> 
   let latencyMs = 0;
   const queue: { remaining: number; mode: FaultMode }[] = [];
   const byMethod = new Map<string, FaultMode>();
+  const missing = new Set<string>();
   let always: FaultMode | undefined;
   const hanging = new Set<ServerResponse>();
   // Aborted on close(), so waits (latency, delays, upstream fetches) end with it.
@@ -121,6 +127,31 @@ export async function startFaultProxy(upstreamUrl: string): Promise<FaultProxy> 
       if (mode) return mode;
     }
     return always;
+  };
+
+  /** The answer of a node without the `missing` methods: theirs "method not found", the rest forwarded. */
+  const withoutMissing = async (body: string, signal: AbortSignal): Promise<unknown> => {
+    const parsed = JSON.parse(body) as unknown;
+    const batch = Array.isArray(parsed);
+    const calls = (batch ? parsed : [parsed]) as { id: unknown; method: string }[];
+    const notFound = (c: { id: unknown }) => ({
+      jsonrpc: '2.0',
+      id: c.id,
+      error: { code: -32601, message: 'Method not found' },
+    });
+    const forward = calls.filter((c) => !missing.has(c.method));
+    let answers: { id: unknown }[] = [];
+    if (forward.length > 0) {
+      const upstream = await fetch(upstreamUrl, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(forward),
+        signal,
+      });
+      answers = (await upstream.json()) as { id: unknown }[];
+    }
+    const out = calls.map((c) => (missing.has(c.method) ? notFound(c) : answers.find((a) => a.id === c.id)));
+    return batch ? out : out[0];
   };
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
@@ -177,6 +208,11 @@ export async function startFaultProxy(upstreamUrl: string): Promise<FaultProxy> 
     }
 
     s.forwarded += 1;
+    if (missing.size > 0 && methods.some((m) => missing.has(m))) {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(await withoutMissing(body, signal)));
+      return;
+    }
     const upstream = await fetch(upstreamUrl, {
       method: 'POST',
       headers: { 'content-type': req.headers['content-type'] ?? 'application/json' },
@@ -232,9 +268,13 @@ export async function startFaultProxy(upstreamUrl: string): Promise<FaultProxy> 
       always(mode: FaultMode) {
         always = mode;
       },
+      unsupported(...methods: string[]) {
+        for (const m of methods) missing.add(m);
+      },
       clear() {
         queue.length = 0;
         byMethod.clear();
+        missing.clear();
         always = undefined;
       },
     },

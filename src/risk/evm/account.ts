@@ -35,6 +35,8 @@ export interface EvmAccountAnalyzeOptions extends AnalyzeOptions {
   knownWalletImplementations: KnownWalletImplementations;
   /** Budget of the whole analysis (both round trips); default the network's provider deadline per call. */
   deadlineMs?: number;
+  /** Read at this block (one round trip) instead of the head read first. */
+  block?: bigint;
 }
 
 export interface EvmProxyFacts {
@@ -86,7 +88,7 @@ export async function analyzeEvmAccount(
 
   let state: EvmAccountState;
   try {
-    const block = await rpc.blockNumber(callOptions());
+    const block = opts.block ?? (await rpc.blockNumber(callOptions()));
     state = await rpc.readAccount(target, {
       ...callOptions(),
       block,

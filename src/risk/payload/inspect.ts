@@ -1,0 +1,216 @@
+import type { Address } from 'viem';
+import type { EvmRpc } from '../../chains/evm.js';
+import { RpcError } from '../../chains/jsonrpc.js';
+import type { NetworkDef } from '../../chains/registry.js';
+import type { AccountListView } from '../../lists/cache.js';
+import { AppError } from '../../platform/errors.js';
+import type { Finding } from '../findings.js';
+import { incompleteFinding } from '../incomplete.js';
+import type { KnownWalletImplementations } from '../known/evm.js';
+import type { Intent } from '../policy.js';
+import type { ChainAnalysis } from '../types.js';
+import { resolveTokens, simulateEvmTransaction, type EvmSimulated } from './evm-transaction.js';
+import { judgePayload, type JudgedCounterparty } from './judge.js';
+import { inspectMessage } from './message.js';
+import { inspectTypedData } from './typed-data.js';
+import type { Payload, PayloadCounterparty, SignatureInfo, Simulation } from './types.js';
+
+/*
+ * A shield preflight's payload, inspected within the preflight deadline (docs/risk.md#before-the-user-signs):
+ *   1. the payload itself — the transaction simulated (one round trip), the typed data or message decoded
+ *      (none);
+ *   2. then, together, the counterparties it names through the engine (cached like any target; pinned to
+ *      the simulated block) and the metadata of tokens only the simulation revealed (one round trip);
+ *   3. the payload rules (judge.ts) on top.
+ * A part that did not finish is a `check_incomplete` finding and `complete: false`: never a silent allow.
+ */
+
+/** Most counterparties judged per payload (authorities first, then operators, spenders, recipients). */
+export const MAX_COUNTERPARTIES = 16;
+const ROLE_ORDER: PayloadCounterparty['role'][] = ['authority', 'operator', 'spender', 'recipient'];
+
+export interface PayloadContext {
+  network: NetworkDef;
+  /** The user's address as the chain knows it (EIP-55 on EVM). */
+  from: string;
+  intent: Intent;
+  lists: AccountListView;
+  /** The preflight's target (analysed by the caller): not judged again as a counterparty. */
+  target: string | null;
+  deadlineAt: number;
+  signal: AbortSignal;
+  evm: () => EvmRpc;
+  /** The engine's chain analysis of an address (cache first), within `budgetMs`, pinned to `block`. */
+  analyze: (
+    address: string,
+    budgetMs: number,
+    block?: bigint,
+  ) => Promise<{ analysis: ChainAnalysis; cached: boolean }>;
+  walletImplementations: KnownWalletImplementations;
+}
+
+export interface InspectedPayload {
+  simulation: Simulation;
+  signature: SignatureInfo | null;
+  findings: Finding[];
+  complete: boolean;
+  /** A counterparty is sanctioned or deny-listed. */
+  flagged: boolean;
+  /** The chain id the payload itself declares (transaction `chainId`, typed-data domain), if any. */
+  declaredChainId: number | null;
+}
+
+export async function inspectPayload(payload: Payload, ctx: PayloadContext): Promise<InspectedPayload> {
+  const left = () => Math.max(1, ctx.deadlineAt - Date.now());
+  const incomplete: Finding[] = [];
+  let simulation: Simulation;
+  let signature: SignatureInfo | null = null;
+  let counterparties: PayloadCounterparty[] = [];
+  let givesWithoutReturn = false;
+  let declaredChainId: number | null = null;
+  let pending: EvmSimulated | null = null;
+  const early: Finding[] = [];
+
+  switch (payload.kind) {
+    case 'evm_transaction': {
+      declaredChainId = payload.tx.chainId ?? null;
+      const simulated = await simulateEvmTransaction(ctx.evm(), payload.tx, {
+        signal: ctx.signal,
+        deadlineMs: left(),
+      });
+      if (simulated.failure !== undefined)
+        incomplete.push(
+          incompleteFinding(
+            'eth_simulateV1',
+            'the transaction simulation',
+            failureReason(simulated.failure),
+            undefined,
+          ),
+        );
+      simulation = simulated.simulation;
+      counterparties = simulated.counterparties;
+      pending = simulated;
+      break;
+    }
+    case 'typed_data': {
+      const inspection = inspectTypedData(payload.typed, ctx.from as Address);
+      signature = inspection.signature;
+      declaredChainId = signature.chainId;
+      givesWithoutReturn = inspection.givesWithoutReturn;
+      simulation = {
+        status: 'not_applicable',
+        method: 'signature',
+        assetChanges: [],
+        approvals: inspection.approvals,
+        authorityChanges: [],
+      };
+      counterparties = inspection.counterparties;
+      const tokens = [
+        ...new Set(
+          inspection.approvals
+            .filter((a) => a.asset.type === 'erc20' && a.asset.address)
+            .map((a) => a.asset.address!),
+        ),
+      ];
+      pending = { simulation, block: null, counterparties, unresolvedTokens: tokens as Address[] };
+      break;
+    }
+    case 'message': {
+      const inspection = inspectMessage(payload.method, payload.data);
+      signature = inspection.signature;
+      simulation = {
+        status: 'not_applicable',
+        method: 'signature',
+        assetChanges: [],
+        approvals: [],
+        authorityChanges: [],
+      };
+      early.push(
+        ...inspection.findings.map((f) => ({ ...f, subject: { role: 'signature' as const, address: null } })),
+      );
+      break;
+    }
+    case 'solana_transaction':
+      throw new AppError('invalid_request', 'Solana transaction payloads are not inspected by this version.');
+  }
+
+  const ordered = counterparties
+    .filter((c) => ctx.target === null || c.address.toLowerCase() !== ctx.target.toLowerCase())
+    .sort((a, b) => ROLE_ORDER.indexOf(a.role) - ROLE_ORDER.indexOf(b.role));
+  const judged = ordered.slice(0, MAX_COUNTERPARTIES);
+  if (ordered.length > judged.length)
+    incomplete.push(
+      incompleteFinding(
+        'eth_getCode',
+        'the counterparties',
+        `only the first ${MAX_COUNTERPARTIES} of ${ordered.length} counterparties were checked`,
+        undefined,
+      ),
+    );
+  const block = pending?.block ?? undefined;
+  const [tokenRead, ...analyses] = await Promise.allSettled([
+    pending && pending.unresolvedTokens.length > 0
+      ? resolveTokens(ctx.evm(), ctx.from as Address, pending, { signal: ctx.signal, deadlineMs: left() })
+      : Promise.resolve(),
+    ...judged.map((c) => ctx.analyze(c.address, left(), block ?? undefined)),
+  ]);
+  if (tokenRead.status === 'rejected')
+    incomplete.push(
+      incompleteFinding(
+        'eth_call',
+        'the token balances and metadata',
+        failureReason(tokenRead.reason),
+        undefined,
+      ),
+    );
+  let complete = incomplete.length === 0 && simulation.status !== 'unavailable';
+  const withAnalyses: JudgedCounterparty[] = judged.map((c, i) => {
+    const result = analyses[i]!;
+    if (result.status === 'fulfilled') {
+      if (!result.value.analysis.complete) complete = false;
+      return { ...c, analysis: result.value.analysis };
+    }
+    complete = false;
+    incomplete.push({
+      ...incompleteFinding(
+        'eth_getCode',
+        `the ${c.role} ${c.address}`,
+        failureReason(result.reason),
+        undefined,
+      ),
+      subject: { role: c.role, address: c.address },
+    });
+    return { ...c, analysis: null };
+  });
+  for (const c of withAnalyses)
+    for (const f of c.analysis?.findings ?? []) if (f.code === 'check_incomplete') complete = false;
+
+  const judgement = judgePayload({
+    network: ctx.network,
+    from: ctx.from,
+    intent: ctx.intent,
+    lists: ctx.lists,
+    simulation,
+    signature,
+    declaredChainId,
+    counterparties: withAnalyses,
+    walletImplementations: ctx.walletImplementations,
+    givesWithoutReturn,
+  });
+  return {
+    simulation,
+    signature,
+    findings: [...early, ...incomplete, ...judgement.findings],
+    complete,
+    flagged: judgement.flagged,
+    declaredChainId,
+  };
+}
+
+/** A failure as `incompleteFinding` takes it: provider and node errors as they are, anything else in words. */
+function failureReason(err: unknown): unknown {
+  if (err instanceof AppError || err instanceof RpcError || typeof err === 'string') return err;
+  if (err instanceof Error && (err.name === 'TimeoutError' || err.name === 'AbortError'))
+    return 'the preflight deadline passed';
+  return err instanceof Error ? err.message : 'no answer';
+}
