@@ -21,6 +21,7 @@ export const SOLANA_METHODS = [
   'getTokenSupply',
   'getTransaction',
   'getVersion',
+  'simulateTransaction',
 ] as const;
 
 /** getMultipleAccounts takes at most 100 keys per call. */
@@ -103,11 +104,46 @@ const account = z
     };
   });
 
+/** One simulated transaction, as `simulateTransaction` answers it (post-state accounts as asked). */
+export interface SolanaSimulation {
+  slot: number;
+  /** null when the transaction succeeded; else the node's error (e.g. `{ InstructionError: [0, …] }`). */
+  err: unknown;
+  logs: string[];
+  /** Post-state of the addresses asked for (null: no account after the transaction). */
+  accounts: (SolanaAccount | null)[];
+  unitsConsumed: number | null;
+  /**
+   * Inner (CPI) instructions per outer instruction, as the node renders them: compiled
+   * (`programIdIndex`, account indexes), partially decoded (`programId`, addresses) or parsed
+   * (`program`, `parsed: { type, info }`) — interpreting them is the caller's.
+   */
+  innerInstructions: { index: number; instructions: unknown[] }[];
+}
+
 const results = {
   accounts: z.object({ context, value: z.array(account.nullable()) }),
   account: z.object({ context, value: account.nullable() }),
   balance: z.object({ context, value: u64 }),
   slot,
+  simulation: z.object({
+    context,
+    value: z.object({
+      err: z.unknown(),
+      logs: z.array(z.string()).nullable().optional(),
+      accounts: z.array(account.nullable()).nullable().optional(),
+      unitsConsumed: z.number().int().nonnegative().nullable().optional(),
+      innerInstructions: z
+        .array(
+          z.object({
+            index: z.number().int().nonnegative(),
+            instructions: z.array(z.unknown()),
+          }),
+        )
+        .nullable()
+        .optional(),
+    }),
+  }),
   largest: z.object({
     context,
     value: z.array(
@@ -317,6 +353,43 @@ export class SolanaRpc {
     if (options.minContextSlot !== undefined) config.minContextSlot = options.minContextSlot;
     for (const key of Object.keys(config)) if (config[key] === undefined) delete config[key];
     return config;
+  }
+
+  /**
+   * `simulateTransaction` of a base64 wire transaction, signatures not verified; `replaceRecentBlockhash`
+   * unless the transaction carries a durable nonce (whose "blockhash" is the nonce and must stay);
+   * the post-state of `addresses` in base64 and the inner instructions.
+   */
+  async simulateTransaction(
+    wireBase64: string,
+    options: SolanaReadOptions & { addresses: readonly string[]; replaceRecentBlockhash: boolean },
+  ): Promise<SolanaSimulation> {
+    const answer = await this.read(
+      'simulateTransaction',
+      [
+        wireBase64,
+        this.config(options, {
+          encoding: 'base64',
+          sigVerify: false,
+          replaceRecentBlockhash: options.replaceRecentBlockhash,
+          innerInstructions: true,
+          accounts: { addresses: options.addresses, encoding: 'base64' },
+        }),
+      ],
+      results.simulation,
+      options,
+    );
+    const value = answer.value;
+    if (value.accounts && value.accounts.length !== options.addresses.length)
+      throw this.malformed('simulateTransaction', 'answered a different number of accounts than asked');
+    return {
+      slot: answer.context.slot,
+      err: value.err ?? null,
+      logs: value.logs ?? [],
+      accounts: value.accounts ?? options.addresses.map(() => null),
+      unitsConsumed: value.unitsConsumed ?? null,
+      innerInstructions: value.innerInstructions ?? [],
+    };
   }
 
   private async read<S extends z.ZodType>(

@@ -313,6 +313,7 @@ export class RiskService {
           deadlineAt,
           signal: AbortSignal.timeout(Math.max(1, budget)),
           evm: () => this.deps.providers.evm(network),
+          solana: () => this.deps.providers.solana(network),
           analyze: (address, ms, block) =>
             this.chainAnalysis(network, address, 'auto', 'preflight', ms, false, block),
           walletImplementations: this.walletImplementations,

@@ -3,7 +3,8 @@ import type { EvmRpc } from '../../chains/evm.js';
 import { RpcError } from '../../chains/jsonrpc.js';
 import type { NetworkDef } from '../../chains/registry.js';
 import type { AccountListView } from '../../lists/cache.js';
-import { AppError } from '../../platform/errors.js';
+import type { SolanaRpc } from '../../chains/solana.js';
+import { AppError, invalidRequest } from '../../platform/errors.js';
 import type { Finding } from '../findings.js';
 import { incompleteFinding } from '../incomplete.js';
 import type { KnownWalletImplementations } from '../known/evm.js';
@@ -12,6 +13,7 @@ import type { ChainAnalysis } from '../types.js';
 import { resolveTokens, simulateEvmTransaction, type EvmSimulated } from './evm-transaction.js';
 import { judgePayload, type JudgedCounterparty } from './judge.js';
 import { inspectMessage } from './message.js';
+import { decodeSolanaTransaction, simulateSolanaTransaction } from './solana-transaction.js';
 import { inspectTypedData } from './typed-data.js';
 import type { Payload, PayloadCounterparty, SignatureInfo, Simulation } from './types.js';
 
@@ -40,6 +42,7 @@ export interface PayloadContext {
   deadlineAt: number;
   signal: AbortSignal;
   evm: () => EvmRpc;
+  solana: () => SolanaRpc;
   /** The engine's chain analysis of an address (cache first), within `budgetMs`, pinned to `block`. */
   analyze: (
     address: string,
@@ -130,8 +133,43 @@ export async function inspectPayload(payload: Payload, ctx: PayloadContext): Pro
       );
       break;
     }
-    case 'solana_transaction':
-      throw new AppError('invalid_request', 'Solana transaction payloads are not inspected by this version.');
+    case 'solana_transaction': {
+      const rpc = ctx.solana();
+      const decoded = await decodeSolanaTransaction(rpc, payload.wire, {
+        signal: ctx.signal,
+        deadlineMs: left(),
+      });
+      if (!decoded.signers.includes(ctx.from))
+        throw invalidRequest(`from (${ctx.from}) is not a required signer of this transaction.`, [
+          { path: 'from', message: `expected one of the signers: ${decoded.signers.join(', ')}` },
+        ]);
+      if (ctx.target !== null && !decoded.accountKeys.includes(ctx.target))
+        throw invalidRequest(`target ${ctx.target} is not one of the transaction's account keys.`, [
+          { path: 'target', message: "must be one of the transaction's accounts" },
+        ]);
+      const simulated = await simulateSolanaTransaction(rpc, decoded, ctx.from, {
+        signal: ctx.signal,
+        deadlineMs: left(),
+      });
+      if (simulated.failure !== undefined)
+        incomplete.push(
+          incompleteFinding(
+            'simulateTransaction',
+            'the transaction simulation',
+            failureReason(simulated.failure),
+            simulated.simulation.slot,
+          ),
+        );
+      simulation = simulated.simulation;
+      counterparties = simulated.counterparties;
+      early.push(
+        ...simulated.findings.map((f) => ({
+          ...f,
+          subject: { role: 'transaction' as const, address: null },
+        })),
+      );
+      break;
+    }
   }
 
   const ordered = counterparties

@@ -6,7 +6,14 @@ import type { KnownWalletImplementations } from '../known/evm.js';
 import { knownSpender } from '../known/spenders.js';
 import type { Intent } from '../policy.js';
 import type { ChainAnalysis, TargetKind } from '../types.js';
-import type { Approval, Asset, PayloadCounterparty, SignatureInfo, Simulation } from './types.js';
+import type {
+  Approval,
+  Asset,
+  AuthorityType,
+  PayloadCounterparty,
+  SignatureInfo,
+  Simulation,
+} from './types.js';
 
 /*
  * The payload rules (docs/risk.md#payload-findings): what a simulated transaction or a decoded signature
@@ -186,8 +193,12 @@ export function judgePayload(input: PayloadJudgement): JudgedPayload {
   }
 
   // Authority handed over: the wallet's code (EIP-7702) or, on Solana, its accounts.
+  const same = (a: string | null, b: string) =>
+    a !== null && (network.family === 'evm' ? a.toLowerCase() === b.toLowerCase() : a === b);
   for (const change of simulation.authorityChanges) {
-    if (change.account.toLowerCase() !== input.from.toLowerCase() || !change.to) continue;
+    // From's own account, or an account whose authority from holds, going to another key.
+    if (!change.to || same(change.to, input.from)) continue;
+    if (!same(change.account, input.from) && !same(change.from, input.from)) continue;
     const subject: FindingSubject = { role: 'authority', address: change.to };
     const evidence: Evidence = {
       method: simulation.method,
@@ -216,13 +227,28 @@ export function judgePayload(input: PayloadJudgement): JudgedPayload {
       );
       continue;
     }
+    const what: Record<AuthorityType, string> = {
+      account_owner: `ownership of token account ${change.account}`,
+      close_account: `the close authority of token account ${change.account}`,
+      mint_tokens: `the mint authority of ${change.account}`,
+      freeze_account: `the freeze authority of ${change.account}`,
+      upgrade_authority: `the upgrade authority of program data ${change.account}`,
+      program_owner: `the wallet ${change.account} itself (System Assign: its owner program becomes ${change.to})`,
+      code_delegation: `the code of ${change.account}`,
+    };
+    // Mint and freeze authorities govern a token, not the user's own funds: high rather than critical.
+    const severity =
+      change.authorityType === 'mint_tokens' || change.authorityType === 'freeze_account'
+        ? 'high'
+        : 'critical';
     out.push(
       tagged(
         finding(
           'authority_transfer',
-          `${change.authorityType.replace('_', ' ')} authority over ${change.account} goes from ${change.from ?? 'you'} to ${change.to}: ` +
-            'that key then controls it, not you.',
+          `This transaction hands ${what[change.authorityType]} from ${change.from ?? input.from} to ${change.to}: that key then ` +
+            'controls it, not you.',
           evidence,
+          { severity },
         ),
         subject,
       ),

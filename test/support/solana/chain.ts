@@ -156,6 +156,15 @@ export class SolanaTestChain {
     return this.svm.getClock().epoch;
   }
 
+  /**
+   * Let `count` slots pass without a transaction, as a real chain does between two of a user's: e.g. an
+   * address lookup table's new addresses are usable only from the slot after the one that added them.
+   */
+  advanceSlots(count = 1n): void {
+    this.headSlot += count;
+    this.setClock(this.headSlot, this.timeAt(this.headSlot));
+  }
+
   minimumBalance(space: number): bigint {
     return this.svm.minimumBalanceForRentExemption(BigInt(space));
   }

@@ -6,7 +6,6 @@ import {
   getBase58Decoder,
   getCompiledTransactionMessageDecoder,
   getTransactionDecoder,
-  isAddress,
   type Address,
   type EncodedAccount,
   type ReadonlyUint8Array,
@@ -15,17 +14,27 @@ import type { LiteSVM } from 'litesvm';
 import {
   epochOfSlot,
   firstSlotOfEpoch,
-  RENT_EPOCH_EXEMPT,
   TOKEN_2022_PROGRAM,
   TOKEN_PROGRAM,
   TransactionLedger,
   type RecordedTransaction,
 } from './chain.js';
+import {
+  addressParam,
+  encodeAccount,
+  integerParam,
+  invalidParams,
+  isRecord,
+  RpcError,
+} from './rpc-common.js';
+import { TransactionSimulator } from './simulate.js';
 
 /*
  * A small Solana JSON-RPC 2.0 server over LiteSVM, shaped like a real node (Agave) for the methods
  * riskwatch reads. Account data is served raw, base64 only: decoding is the service's job. The facade
  * decodes token accounts internally only where a node's own indexes would (largest accounts, by owner).
+ * simulateTransaction is simulate.ts (LiteSVM's simulation, never a state change); the blockhashes
+ * getLatestBlockhash hands out stay valid for it for 150 slots, as on a node.
  */
 
 const API_VERSION = '2.2.0';
@@ -160,21 +169,12 @@ export interface SolanaFacade {
   close(): Promise<void>;
 }
 
-class RpcError extends Error {
-  constructor(
-    readonly code: number,
-    message: string,
-  ) {
-    super(message);
-  }
-}
-
 type JsonRpcId = string | number | null;
 interface JsonRpcResponse {
   jsonrpc: '2.0';
   id: JsonRpcId;
   result?: unknown;
-  error?: { code: number; message: string };
+  error?: { code: number; message: string; data?: unknown };
 }
 
 /**
@@ -367,8 +367,7 @@ class RpcMethods {
     getSlot: () => this.slot(),
     getBlockHeight: () => this.slot(),
     getEpochInfo: () => this.epochInfo(),
-    getLatestBlockhash: () =>
-      this.withContext({ blockhash: this.svm.latestBlockhash(), lastValidBlockHeight: this.slot() + 150n }),
+    getLatestBlockhash: () => this.withContext(this.simulator.latestBlockhash()),
     getMinimumBalanceForRentExemption: (p) =>
       this.svm.minimumBalanceForRentExemption(BigInt(integerParam(p[0], 'data length'))),
     getBalance: (p) => this.withContext(this.svm.getBalance(addressParam(p[0])) ?? 0n),
@@ -390,15 +389,19 @@ class RpcMethods {
     getTokenAccountsByOwner: (p) => this.tokenAccountsByOwner(addressParam(p[0]), p[1], p[2]),
     getSignaturesForAddress: (p) => this.signaturesForAddress(addressParam(p[0]), p[1]),
     getTransaction: (p) => this.transaction(p[0], p[1]),
+    simulateTransaction: (p) => this.simulator.simulate(p),
   };
 
   private index?: { version: number; accounts: IndexedTokenAccount[] };
+  private readonly simulator: TransactionSimulator;
 
   constructor(
     private readonly svm: LiteSVM,
     private readonly ledger: TransactionLedger,
     private readonly cacheIndex: boolean,
-  ) {}
+  ) {
+    this.simulator = new TransactionSimulator(svm, API_VERSION);
+  }
 
   /** A parsed request body: one call, or a batch array (answered in order, one HTTP response). */
   handleBody(body: unknown): JsonRpcResponse | JsonRpcResponse[] {
@@ -422,7 +425,7 @@ class RpcMethods {
     try {
       return { jsonrpc: '2.0', result: method(params), id };
     } catch (err) {
-      if (err instanceof RpcError) return errorResponse(id, err.code, err.message);
+      if (err instanceof RpcError) return errorResponse(id, err.code, err.message, err.data);
       return errorResponse(id, -32603, `Internal error: ${(err as Error).message}`);
     }
   }
@@ -632,20 +635,6 @@ function jsonTransaction(tx: RecordedTransaction) {
   };
 }
 
-function encodeAccount(account: EncodedAccount, dataSlice?: { offset: number; length: number }) {
-  const data = dataSlice
-    ? account.data.slice(dataSlice.offset, dataSlice.offset + dataSlice.length)
-    : account.data;
-  return {
-    data: [Buffer.from(data).toString('base64'), 'base64'],
-    executable: account.executable,
-    lamports: account.lamports,
-    owner: account.programAddress,
-    rentEpoch: RENT_EPOCH_EXEMPT,
-    space: account.data.length,
-  };
-}
-
 /** Token accounts only: SPL Token mints (82) and multisigs (355) and Token-2022 mints are skipped. */
 function isTokenAccountData(program: Address, data: ReadonlyUint8Array): boolean {
   if (data.length === SPL_ACCOUNT_LEN) return true;
@@ -668,28 +657,8 @@ function accountConfig(config: unknown): { dataSlice?: { offset: number; length:
   };
 }
 
-function addressParam(value: unknown): Address {
-  if (typeof value !== 'string' || !isAddress(value)) throw invalidParams('Invalid param: Invalid');
-  return value;
-}
-
-function integerParam(value: unknown, name: string): number {
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < 0) {
-    throw invalidParams(`Invalid params: ${name} must be a non-negative integer`);
-  }
-  return value;
-}
-
-function invalidParams(message: string): RpcError {
-  return new RpcError(-32602, message);
-}
-
-function errorResponse(id: JsonRpcId, code: number, message: string): JsonRpcResponse {
-  return { jsonrpc: '2.0', error: { code, message }, id };
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
+function errorResponse(id: JsonRpcId, code: number, message: string, data?: unknown): JsonRpcResponse {
+  return { jsonrpc: '2.0', error: data === undefined ? { code, message } : { code, message, data }, id };
 }
 
 function isJsonRpcId(value: unknown): value is JsonRpcId {
