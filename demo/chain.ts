@@ -1,9 +1,20 @@
-import type { Address } from '@solana/kit';
+import { createNoopSigner, type Address } from '@solana/kit';
+import { AuthorityType, getSetAuthorityInstruction } from '@solana-program/token';
+import { encodeFunctionData, maxUint256, numberToHex, type Address as Address0x } from 'viem';
+import { PERMIT2 } from '../src/risk/known/spenders.js';
 import { startAnvil, type RunningAnvil } from '../test/support/evm/anvil.js';
+import {
+  connectAnvil,
+  deployPermitToken,
+  deploySwap,
+  permitTokenAbi,
+  swapAbi,
+} from '../test/support/evm/contracts.js';
 import { buildEvmWorld } from '../test/support/evm/fixtures.js';
 import type { SolanaFacade } from '../test/support/solana/facade.js';
 import { buildSolanaWorld, type SolanaWorld } from '../test/support/solana/fixtures.js';
-import { createMint, mintToOwners } from '../test/support/solana/token.js';
+import { associatedTokenAddress, createMint, mintToOwners } from '../test/support/solana/token.js';
+import { buildWireTransaction } from '../test/support/solana/wire.js';
 
 /*
  * The demo chain: a Solana JSON-RPC served from LiteSVM state and an anvil node, both on loopback, preloaded
@@ -28,10 +39,23 @@ export interface DemoTarget {
   what: string;
 }
 
+/** A payload the banner shows (shield preflight "before the user signs"): the body, minus the intent. */
+export interface DemoPayload {
+  name: string;
+  chain: DemoChain;
+  intent: string;
+  /** `from` and one of `transaction` / `typed_data` / `message`. */
+  body: Record<string, unknown>;
+  /** The decision the engine reaches on it. */
+  decision: 'allow' | 'warn' | 'block';
+  what: string;
+}
+
 export interface RunningDemoChain {
   solanaUrl: string;
   evmUrl: string;
   targets: readonly DemoTarget[];
+  payloads: readonly DemoPayload[];
   close(): Promise<void>;
 }
 
@@ -77,11 +101,16 @@ export async function startDemoChain(options: DemoChainOptions = {}): Promise<Ru
       evmTarget('fresh-address', evm.freshAddress.address, 'an address with no transaction and no balance'),
       evmTarget('funded-eoa', evm.fundedEoa.address, 'an ordinary funded wallet'),
     ];
+    const payloads = [
+      ...(await buildEvmPayloads(anvil, evm.fundedEoa.address, evm.freshAddress.address)),
+      await solanaOwnerHandOver(world, solanaExtras.rugToken),
+    ];
     const running = { facade, anvil };
     return {
       solanaUrl: facade.url,
       evmUrl: anvil.url,
       targets,
+      payloads,
       async close() {
         await Promise.allSettled([running.facade.close(), running.anvil.stop()]);
       },
@@ -153,4 +182,125 @@ async function buildSolanaExtras(world: SolanaWorld): Promise<{ rugToken: Addres
     holdings: actors.holders.slice(0, 20).map((owner) => ({ owner, amount: tokens(50_000) })),
   });
   return { rugToken, trapToken };
+}
+
+/**
+ * The EVM payloads: a token (OpenZeppelin ERC-20 with permit) and a swap deployed from real Solidity, then an
+ * unlimited approve of the token to an EOA, a Permit2 signature of the max to the same EOA (the signature
+ * drainers ask for), and a swap of ETH for the token.
+ */
+async function buildEvmPayloads(
+  anvil: RunningAnvil,
+  user: Address0x,
+  drainer: Address0x,
+): Promise<DemoPayload[]> {
+  const chain = connectAnvil(anvil);
+  const deployer = chain.wallet(anvil.accounts[0]!.privateKey);
+  const token = await deployPermitToken(deployer, { name: 'Demo Dollar', symbol: 'DUSD', decimals: 18 });
+  const swap = await deploySwap(deployer, { rate: 2000n });
+  const mint = (to: Address0x, amount: bigint) =>
+    deployer
+      .writeContract({ address: token, abi: permitTokenAbi, functionName: 'mint', args: [to, amount] })
+      .then((hash) => chain.publicClient.waitForTransactionReceipt({ hash }));
+  await mint(swap, 10n ** 30n);
+  await mint(user, 5_000n * 10n ** 18n);
+  const evm = (
+    name: string,
+    intent: string,
+    body: Record<string, unknown>,
+    decision: DemoPayload['decision'],
+    what: string,
+  ): DemoPayload => ({
+    name,
+    chain: 'ethereum',
+    intent,
+    body: { from: user, ...body },
+    decision,
+    what,
+  });
+  const approve = encodeFunctionData({
+    abi: permitTokenAbi,
+    functionName: 'approve',
+    args: [drainer, maxUint256],
+  });
+  const buy = encodeFunctionData({ abi: swapAbi, functionName: 'buy', args: [token] });
+  return [
+    evm(
+      'unlimited-approve-to-eoa',
+      'approve',
+      { transaction: { from: user, to: token, data: approve } },
+      'block',
+      'an unlimited approve of DUSD to an EOA',
+    ),
+    evm(
+      'permit2-drain-signature',
+      'sign',
+      {
+        typed_data: {
+          types: {
+            EIP712Domain: [
+              { name: 'name', type: 'string' },
+              { name: 'chainId', type: 'uint256' },
+              { name: 'verifyingContract', type: 'address' },
+            ],
+            PermitSingle: [
+              { name: 'details', type: 'PermitDetails' },
+              { name: 'spender', type: 'address' },
+              { name: 'sigDeadline', type: 'uint256' },
+            ],
+            PermitDetails: [
+              { name: 'token', type: 'address' },
+              { name: 'amount', type: 'uint160' },
+              { name: 'expiration', type: 'uint48' },
+              { name: 'nonce', type: 'uint48' },
+            ],
+          },
+          primaryType: 'PermitSingle',
+          domain: { name: 'Permit2', chainId: DEMO_EVM_CHAIN_ID, verifyingContract: PERMIT2 },
+          message: {
+            details: { token, amount: (2n ** 160n - 1n).toString(), expiration: '1893456000', nonce: '0' },
+            spender: drainer,
+            sigDeadline: '1893456000',
+          },
+        },
+      },
+      'block',
+      'a Permit2 signature giving an EOA all of your DUSD',
+    ),
+    evm(
+      'swap',
+      'interact',
+      { transaction: { from: user, to: swap, data: buy, value: numberToHex(10n ** 17n) } },
+      'allow',
+      'a swap of 0.1 ETH for DUSD',
+    ),
+  ];
+}
+
+/** A Solana wire transaction (unsigned, as a wallet receives it) handing the whale's token account to another key. */
+async function solanaOwnerHandOver(world: SolanaWorld, mint: Address): Promise<DemoPayload> {
+  const owner = world.actors.whale;
+  const tokenAccount = await associatedTokenAddress('token', mint, owner);
+  const stranger = (await world.chain.signer('demo:stranger')).address;
+  const transaction = await buildWireTransaction({
+    feePayer: owner,
+    version: 'legacy',
+    blockhash: '11111111111111111111111111111111',
+    instructions: [
+      getSetAuthorityInstruction({
+        owned: tokenAccount,
+        owner: createNoopSigner(owner),
+        authorityType: AuthorityType.AccountOwner,
+        newAuthority: stranger,
+      }),
+    ],
+  });
+  return {
+    name: 'solana-owner-hand-over',
+    chain: 'solana',
+    intent: 'sign',
+    body: { from: owner, transaction },
+    decision: 'block',
+    what: "a transaction handing the whale's token account to another key",
+  };
 }

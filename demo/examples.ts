@@ -1,5 +1,5 @@
 import type { ExampleCall, ExamplesFile } from '../src/accounts/bootstrap.js';
-import type { DemoTarget } from './chain.js';
+import type { DemoPayload, DemoTarget } from './chain.js';
 
 /**
  * The calls the banner shows on the demo chain, each with the answer it gets. `riskwatch bootstrap
@@ -9,6 +9,7 @@ import type { DemoTarget } from './chain.js';
 export function demoExamples(
   targets: readonly DemoTarget[],
   urls: { solana: string; evm: string },
+  payloads: readonly DemoPayload[] = [],
 ): ExamplesFile {
   const at = (name: string): string => {
     const target = targets.find((t) => t.name === name);
@@ -52,6 +53,16 @@ export function demoExamples(
     expect: { status: 200, field: 'risk_level', equals: level },
   });
 
+  /** Before the user signs: a preflight with a payload (the transaction or signature itself). */
+  const signing = (p: DemoPayload): ExampleCall => ({
+    say: `Before the user signs: ${p.what}? (${p.decision === 'block' ? 'blocked' : p.decision === 'warn' ? 'warned' : 'allowed'})`,
+    method: 'POST',
+    path: '/api/v1/shield/preflight',
+    auth: 'api_key',
+    body: { intent: p.intent, chain: p.chain, network: 'demo', ...p.body },
+    expect: { status: 200, field: 'decision', equals: p.decision },
+  });
+
   return {
     notice: [
       'DEMO CHAIN: the networks solana/demo and ethereum/demo are local simulations, not mainnet:',
@@ -89,6 +100,7 @@ export function demoExamples(
       ),
       preflight('fresh-address', 'ethereum', 'transfer', 'Send to an address never seen on chain?', 'warn'),
       preflight('funded-eoa', 'ethereum', 'transfer', 'Send to an ordinary funded wallet?', 'allow'),
+      ...payloads.map(signing),
       assess(
         'delegated-wallet',
         'solana',

@@ -59,7 +59,11 @@ if (values.out) {
   const examples = join(dir, 'examples.json');
   writeFileSync(
     `${examples}.tmp`,
-    JSON.stringify(demoExamples(demo.targets, { solana: demo.solanaUrl, evm: demo.evmUrl }), null, 2),
+    JSON.stringify(
+      demoExamples(demo.targets, { solana: demo.solanaUrl, evm: demo.evmUrl }, demo.payloads),
+      null,
+      2,
+    ),
   );
   renameSync(`${examples}.tmp`, examples);
 }
@@ -71,6 +75,8 @@ console.log(`  solana/demo    ${demo.solanaUrl}`);
 console.log(`  ethereum/demo  ${demo.evmUrl}  (chain id ${DEMO_EVM_CHAIN_ID})`);
 for (const t of demo.targets)
   console.log(`  ${t.chain.padEnd(8)} ${t.name.padEnd(17)} ${t.address}  ${t.what}`);
+for (const p of demo.payloads)
+  console.log(`  ${p.chain.padEnd(8)} ${p.name.padEnd(24)} ${p.what} → ${p.decision}`);
 
 let closing = false;
 const stop = () => {

@@ -75,14 +75,19 @@ export function riskRoutes(risk: RiskService, impact: ImpactService) {
       method: 'post',
       path: '/api/v1/shield/preflight',
       operationId: 'preflight',
-      summary: 'Should this user sign, approve, send to or interact with this target?',
+      summary: 'Should this user sign, approve, send to or interact with this target — or sign this payload?',
       description:
         '`block` for a critical level, `warn` for high or medium, `allow` for low, after the intent ' +
         'adjustments (`transfer`: a never-used address is medium; `approve`: an EOA spender is ' +
         '`approval_to_eoa`) and your lists (allow-listed → `allow` unless sanctioned). Without `chain` and ' +
-        '`network` the address format decides (base58 → solana/mainnet, `0x…` → ethereum/mainnet). Answers ' +
-        'within the preflight deadline (default 1500 ms): checks that did not finish make `complete: false` ' +
-        'and the decision is at least the configured fail mode (`warn` by default), never a silent allow.',
+        '`network` the payload decides (a Solana wire transaction; `chainId`; `domain.chainId`), then the ' +
+        'address format (base58 → solana/mainnet, `0x…` → ethereum/mainnet). With `from` and one payload ' +
+        '(`transaction`, `typed_data` or `message`) the transaction is simulated on your node (`eth_simulateV1`, ' +
+        'else `debug_traceCall`; Solana `simulateTransaction`) or the signature decoded, every counterparty ' +
+        'judged by the engine, and `simulation` / `signature` are answered (docs/risk.md#before-the-user-signs); ' +
+        'simulations are never cached. Body limit 256 KiB. Answers within the preflight deadline (default ' +
+        '1500 ms): checks that did not finish make `complete: false` and the decision is at least the ' +
+        'configured fail mode (`warn` by default), never a silent allow.',
       tag: 'Developer API',
       auth: 'api_key',
       body: preflightBody,

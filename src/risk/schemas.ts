@@ -241,7 +241,28 @@ export const preflightBody = z
     typed_data: typedDataBody.optional(),
     message: messageBody.optional(),
   })
-  .strict();
+  .strict()
+  .meta({
+    examples: [
+      { target: '0x4Cd241E8d1510e30b2076397afc7508Ae59C66c9', intent: 'transfer' },
+      {
+        intent: 'approve',
+        from: '0x592e198350daf710e98045d2817F86278a1d87A7',
+        transaction: {
+          from: '0x592e198350daf710e98045d2817F86278a1d87A7',
+          to: '0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48',
+          data:
+            '0x095ea7b30000000000000000000000003c44cdddb6a900fa2b585dd299e03d12fa4293bc' +
+            'ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff',
+        },
+      },
+      {
+        intent: 'sign',
+        from: '0x592e198350daf710e98045d2817F86278a1d87A7',
+        message: { method: 'personal_sign', data: '0x5369676e20696e20746f206578616d706c652e6f7267' },
+      },
+    ],
+  });
 
 const reasonSchema = z.object({
   code: z.string(),
@@ -335,7 +356,51 @@ const simulationSchema = z
       }),
     ),
   })
-  .meta({ id: 'Simulation' });
+  .meta({
+    id: 'Simulation',
+    examples: [
+      {
+        status: 'success',
+        method: 'eth_simulateV1',
+        block: 21800000,
+        asset_changes: [
+          {
+            owner: '0x592e198350daf710e98045d2817F86278a1d87A7',
+            asset: { type: 'native' },
+            amount: '-500000000000000000',
+          },
+          {
+            owner: '0x592e198350daf710e98045d2817F86278a1d87A7',
+            asset: {
+              type: 'erc20',
+              address: '0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48',
+              symbol: 'USDC',
+              decimals: 6,
+            },
+            amount: '1450000000',
+          },
+        ],
+        approvals: [
+          {
+            owner: '0x592e198350daf710e98045d2817F86278a1d87A7',
+            asset: {
+              type: 'erc20',
+              address: '0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48',
+              symbol: 'USDC',
+              decimals: 6,
+            },
+            spender: '0x000000000022D473030F116dDEE9F6B43aC78BA3',
+            amount: 'unlimited',
+            covers_balance: true,
+            all: false,
+            expires_at: null,
+            source: 'transaction',
+          },
+        ],
+        authority_changes: [],
+      },
+    ],
+  });
 
 const signatureSchema = z
   .object({
@@ -356,7 +421,18 @@ const signatureSchema = z
       .nullable()
       .meta({ description: "The signature's own deadline (after it, it cannot be used), or null." }),
   })
-  .meta({ id: 'Signature' });
+  .meta({
+    id: 'Signature',
+    examples: [
+      {
+        standard: 'eip712',
+        kind: 'permit2_allowance',
+        chain_id: 1,
+        verifying_contract: '0x000000000022D473030F116dDEE9F6B43aC78BA3',
+        deadline: '2030-01-01T00:00:00.000Z',
+      },
+    ],
+  });
 
 export const preflightSchema = z
   .object({

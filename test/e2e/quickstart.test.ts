@@ -117,6 +117,11 @@ describe('the quick start: bash deploy/local.sh, then the banner', () => {
       '/docs',
     ])
       expect(paths, path).toContain(path);
+    // Before the user signs: the transaction and the signature themselves (approve, Permit2, a Solana
+    // owner hand-over blocked; a swap allowed).
+    const payloadLines = calls.filter((c) => /"(transaction|typed_data)":/.test(c.curl));
+    expect(payloadLines.map((c) => c.equals).sort()).toEqual(['allow', 'block', 'block', 'block']);
+    expect(payloadLines.some((c) => c.curl.includes('"typed_data"'))).toBe(true);
     const levels = new Set(calls.map((c) => c.equals));
     for (const shown of ['low', 'high', 'critical', 'block', 'warn', 'allow'])
       expect(levels).toContain(shown);
