@@ -63,8 +63,10 @@
  *
  * Knobs (environment): BENCH_DURATION_S (10), BENCH_WARMUP_S (3), BENCH_ROUNDS (3), BENCH_CONNECTIONS
  * (50), BENCH_ONLY (comma-separated names among public-impact, usage-api-key, preflight-cached,
- * bare-koa-post, scan-cold, usage-history, api-scaling, watchlists, webhooks, schedules; the baseline always
- * runs, unless watchlists, webhooks or schedules is the only name; `webhooks`: test/bench/webhooks.ts, 10,000
+ * bare-koa-post, scan-cold, usage-history, api-scaling, watchlists, webhooks, schedules, payload; the baseline
+ * always runs, unless watchlists, webhooks, schedules or payload is the only name; `payload`:
+ * test/bench/payload-preflight.ts, shield preflights with a payload at 50 ms per provider round trip;
+ * `webhooks`: test/bench/webhooks.ts, 10,000
  * events to verifying receivers; `schedules`: test/bench/watchlist-schedules.ts, 3,000 watchlists of one
  * account against another account's webhook; `usage-history`: test/bench/usage-history.ts and its BENCH_USAGE_* knobs;
  * `api-scaling`: the API on every core against one process, on public-impact and preflight-cached),
@@ -99,6 +101,7 @@ import {
 import { measureColdScans, type ColdScanReport } from './cold-scan.js';
 import { runWatchlistsBench, type WatchlistsReport } from './watchlists.js';
 import { benchWebhooks } from './webhooks.js';
+import { benchPayloads } from './payload-preflight.js';
 import { benchSchedules } from './watchlist-schedules.js';
 import { benchUsageHistory } from './usage-history.js';
 import { ensureWrk, runWrk, stopWrk } from './wrk.js';
@@ -213,6 +216,23 @@ async function schedulesAlone(): Promise<number> {
   return 0;
 }
 
+/**
+ * Shield preflights with a payload, 50 ms per provider round trip (test/bench/payload-preflight.ts):
+ * selectable in BENCH_ONLY, runs after schedules.
+ */
+const PAYLOAD = 'payload';
+const RUN_PAYLOAD = !ONLY?.length || ONLY.includes(PAYLOAD);
+const ONLY_PAYLOAD = !!ONLY?.length && ONLY.every((name) => name === PAYLOAD);
+
+/** BENCH_ONLY=payload: just that, and its results in BENCH_OUT; failures (non-200, past the deadline) fail it. */
+async function payloadAlone(): Promise<number> {
+  const payload = await benchPayloads(log);
+  const failures = payload.shapes.flatMap((s) => s.failures.map((f) => `payload ${s.shape}: ${f}`));
+  for (const f of failures) log(`ERROR ${f}`);
+  writeResults({ ok: failures.length === 0, payload, failures });
+  return failures.length === 0 ? 0 : 1;
+}
+
 function scenarios(f: Fixtures): Scenario[] {
   const all: Scenario[] = [
     { name: 'public-impact', method: 'GET', path: '/api/public/impact', minRatio: 0.7 },
@@ -256,12 +276,13 @@ function scenarios(f: Fixtures): Scenario[] {
       name !== WATCHLISTS &&
       name !== WEBHOOKS &&
       name !== SCHEDULES &&
+      name !== PAYLOAD &&
       !all.some((s) => s.name === name),
   );
   if (unknown.length)
     throw new Error(
       `BENCH_ONLY names no scenario: ${unknown.join(', ')} ` +
-        `(known: ${[...all.map((s) => s.name), SCAN_COLD, USAGE_HISTORY, SCALING, WATCHLISTS, WEBHOOKS, SCHEDULES].join(', ')})`,
+        `(known: ${[...all.map((s) => s.name), SCAN_COLD, USAGE_HISTORY, SCALING, WATCHLISTS, WEBHOOKS, SCHEDULES, PAYLOAD].join(', ')})`,
     );
   // api-scaling measures its scenarios, and a scenario is measured with its floor.
   const chosen = all.filter(
@@ -723,6 +744,7 @@ async function main(): Promise<number> {
     (RUN_WATCHLISTS ? WATCHLISTS_BUDGET_S : 0) +
     (RUN_WEBHOOKS ? 600 : 0) +
     (RUN_SCHEDULES ? 300 : 0) +
+    (RUN_PAYLOAD ? 300 : 0) +
     (RUN_USAGE_HISTORY ? 900 : 0) +
     (RUN_SCALING
       ? SCALED.length * (2 * SETTINGS.rounds * (SETTINGS.durationS + 5) + SETTINGS.warmupS + 30)
@@ -736,6 +758,7 @@ async function main(): Promise<number> {
   if (ONLY_WATCHLISTS) return watchlistsAlone();
   if (ONLY_WEBHOOKS) return webhooksAlone();
   if (ONLY_SCHEDULES) return schedulesAlone();
+  if (ONLY_PAYLOAD) return payloadAlone();
 
   const wrkVersion = ensureWrk(log);
   log(
@@ -960,6 +983,9 @@ async function main(): Promise<number> {
   const watchlists = RUN_WATCHLISTS ? await runWatchlists(failures) : undefined;
   const webhooks = RUN_WEBHOOKS ? await benchWebhooks() : undefined;
   const schedules = RUN_SCHEDULES ? await benchSchedules(log) : undefined;
+  const payload = RUN_PAYLOAD ? await benchPayloads(log) : undefined;
+  if (payload)
+    failures.push(...payload.shapes.flatMap((s) => s.failures.map((f) => `payload ${s.shape}: ${f}`)));
   for (const f of failures) log(`ERROR ${f}`);
 
   const ok = failures.length === 0;
@@ -991,6 +1017,7 @@ async function main(): Promise<number> {
     ...(watchlists ? { watchlists: { ...watchlists, failures: undefined } } : {}),
     ...(webhooks ? { webhooks } : {}),
     ...(schedules ? { schedules } : {}),
+    ...(payload ? { payload } : {}),
     failures,
   });
   if (CPU_PROF_DIR) log(`cpu profiles of the service: ${CPU_PROF_DIR} (written when it stops)`);

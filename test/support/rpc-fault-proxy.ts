@@ -35,6 +35,27 @@ export interface FaultProxyStats {
   /** Requests that reached the upstream / that got an injected fault instead of (or on top of) it. */
   forwarded: number;
   faulted: number;
+  /** Each request's arrival and the end of its answer (performance.now()), for the critical path. */
+  trips: { startedAt: number; endedAt?: number; methods: string[] }[];
+}
+
+/**
+ * The longest chain of round trips each of which started after the previous one ended: the sequential
+ * round trips on the client's critical path (requests in flight together count once).
+ */
+export function sequentialRoundTrips(stats: FaultProxyStats): number {
+  const done = stats.trips
+    .filter((r): r is { startedAt: number; endedAt: number; methods: string[] } => r.endedAt !== undefined)
+    .sort((a, b) => a.startedAt - b.startedAt);
+  const depth: number[] = [];
+  let longest = 0;
+  done.forEach((r, i) => {
+    let before = 0;
+    for (let j = 0; j < i; j++) if (done[j]!.endedAt <= r.startedAt) before = Math.max(before, depth[j]!);
+    depth[i] = before + 1;
+    longest = Math.max(longest, before + 1);
+  });
+  return longest;
 }
 
 export interface FaultProxy {
@@ -74,6 +95,7 @@ function emptyStats(): FaultProxyStats {
     maxInFlight: 0,
     forwarded: 0,
     faulted: 0,
+    trips: [],
   };
 }
 
@@ -171,8 +193,12 @@ export async function startFaultProxy(upstreamUrl: string): Promise<FaultProxy> 
     });
     const signal = AbortSignal.any([gone.signal, closing.signal]);
 
+    const trip: FaultProxyStats['trips'][number] = { startedAt: performance.now(), methods: [] };
+    s.trips.push(trip);
+    res.once('finish', () => (trip.endedAt = performance.now()));
     const body = await readBody(req);
     const methods = methodsOf(body);
+    trip.methods = methods;
     for (const m of methods) {
       s.totalCalls += 1;
       s.calls[m] = (s.calls[m] ?? 0) + 1;
