@@ -229,6 +229,30 @@ describe('shield preflight payloads on EVM (anvil, eth_simulateV1)', () => {
     ]);
   });
 
+  it('an exact approve of a token the user does not hold yet is still exact: allow, covers_balance false', async () => {
+    const body = {
+      intent: 'approve',
+      from: friend,
+      transaction: { from: friend, to: token, data: approve(router, 5n) },
+    };
+    const p = await preflight(body);
+    expect(p.decision).toBe('allow');
+    expect(p.simulation!.approvals).toEqual([
+      expect.objectContaining({ amount: '5', covers_balance: false }),
+    ]);
+  });
+
+  it('a contract creation (no to): simulated (debug_traceCall where eth_simulateV1 cannot), no target', async () => {
+    const { Router } = await compileContracts();
+    const init = `${Router!.bytecode}${user.address.slice(2).toLowerCase().padStart(64, '0')}` as Hex;
+    const p = await preflight({ intent: 'interact', transaction: { from: user.address, data: init } });
+    expect(p.target).toBeNull();
+    expect(p.simulation).toMatchObject({ status: 'success' });
+    expect(['eth_simulateV1', 'debug_traceCall']).toContain(p.simulation!.method);
+    expect(p.complete).toBe(true);
+    expect(p.decision).toBe('allow');
+  });
+
   it('approve(Permit2, max): allow — a well-known spender; the approval is still shown as unlimited', async () => {
     const p = await preflight({ intent: 'approve', transaction: tx(token, approve(PERMIT2, maxUint256)) });
     expect(p.decision).toBe('allow');
@@ -636,6 +660,32 @@ describe('shield preflight payloads on EVM (anvil, eth_simulateV1)', () => {
         'typed_data',
       );
       await bad({ message: { method: 'eth_sign', data: 'not hex' } }, 'message.data');
+      // Type names that are Object.prototype's own are just names: never a 500.
+      await bad({ typed_data: { ...t, primaryType: 'hasOwnProperty' } }, 'typed_data.primaryType');
+      await bad(
+        { typed_data: { ...t, types: { Permit: [{ name: 'a', type: 'constructor' }] } } },
+        'typed_data.types.Permit',
+      );
+    });
+    it('a "Permit" whose amount is a string is not an ERC-2612 permit (no token accepts it as one)', async () => {
+      const p = await preflight({
+        intent: 'sign',
+        typed_data: {
+          types: {
+            Permit: [
+              { name: 'owner', type: 'address' },
+              { name: 'spender', type: 'address' },
+              { name: 'value', type: 'string' },
+              { name: 'deadline', type: 'string' },
+            ],
+          },
+          primaryType: 'Permit',
+          domain: { name: 'X', chainId: 1, verifyingContract: token },
+          message: { owner: user.address, spender: friend, value: 'max', deadline: 'never' },
+        },
+      });
+      expect(p.signature!.kind).toBe('unknown');
+      expect(p.decision).toBe('allow');
     });
     it('deeply nested typed data up to the body limit: 400, and the service still answers', async () => {
       const types: Record<string, { name: string; type: string }[]> = {};

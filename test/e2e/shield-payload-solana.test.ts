@@ -257,6 +257,11 @@ describe('shield preflight payloads on Solana (LiteSVM simulateTransaction)', ()
     const p = await preflight({ intent: 'transfer', transaction: await wire([ix]) });
     expect(p.decision).toBe('block');
     expect(reason(p, 'counterparty_flagged').subject).toEqual({ role: 'recipient', address: attacker });
+    // The rent of a closed token account is paid to it too.
+    const close = getCloseAccountInstruction({ account: empty, destination: attacker, owner: me() });
+    const closed = await preflight({ intent: 'sign', transaction: await wire([close]) });
+    expect(closed.decision).toBe('block');
+    expect(reason(closed, 'counterparty_flagged').subject).toEqual({ role: 'recipient', address: attacker });
   });
 
   it('bad input: a truncated message, bad base64, from not a signer, target not an account key: 400', async () => {

@@ -38,6 +38,7 @@ export const READ_CALLS = parseAbi([
   'function isApprovedForAll(address owner, address operator) view returns (bool)',
   'function decimals() view returns (uint8)',
   'function symbol() view returns (string)',
+  'function supportsInterface(bytes4 interfaceId) view returns (bool)',
 ]);
 
 export const TOPICS = {

@@ -47,6 +47,8 @@ const BALANCE_READER: Address = '0x7269736b77617463682D62616c616e6365720001';
 /** `BALANCE(calldataload(0))`, returned as one word. */
 const BALANCE_READER_CODE: Hex = '0x6000353160005260206000f3';
 const ZERO: Address = '0x0000000000000000000000000000000000000000';
+/** ERC-165 interface id of ERC-1155. */
+const ERC1155_INTERFACE = '0xd9b67a26';
 const UNLIMITED_256 = 2n ** 255n;
 const UNLIMITED_160 = 2n ** 159n;
 /** Most asset changes answered (from's first): a swap through many pools moves many balances. */
@@ -71,7 +73,7 @@ export interface EvmSimulated {
 
 interface PlannedRead {
   asset: Address;
-  kind: 'balance' | 'allowance' | 'operator' | 'decimals' | 'symbol';
+  kind: 'balance' | 'allowance' | 'operator' | 'decimals' | 'symbol' | 'erc1155';
   spender?: Address;
 }
 
@@ -143,7 +145,11 @@ export async function simulateEvmTransaction(
     simulated.status === 'rejected'
       ? simulated.reason
       : new Error('eth_simulateV1 answered an unexpected shape');
-  if (!unsupported(why)) return unavailable(tx, decoded, authorities, block, 'eth_simulateV1', why);
+  // A provider that failed (down, past the deadline) gets no second call; a node that answered with an
+  // error (no such method, or one it cannot simulate: a contract creation on anvil, a gas limit too low)
+  // gets debug_traceCall.
+  if (!(why instanceof RpcError) && !(why instanceof Error && why.message.includes('unexpected shape')))
+    return unavailable(tx, decoded, authorities, block, 'eth_simulateV1', why);
   return traceInstead(rpc, tx, decoded, plan, authorities, block, call);
 }
 
@@ -164,15 +170,6 @@ function validSimulation(value: unknown): value is SimulatedBlock[] {
     value.every((b) => b && typeof b === 'object' && Array.isArray((b as SimulatedBlock).calls)) &&
     (value[1] as SimulatedBlock).calls.length === 1 &&
     typeof (value[1] as SimulatedBlock).calls[0]?.status === 'string'
-  );
-}
-
-/** A node that does not implement the method (rather than one that failed to answer). */
-function unsupported(err: unknown): boolean {
-  if (!(err instanceof RpcError)) return false;
-  return (
-    err.code === -32601 ||
-    /not (found|supported|available|implemented)|unsupported|does not exist/i.test(err.rpcMessage)
   );
 }
 
@@ -294,7 +291,7 @@ function unavailable(
       authorityChanges: authorities,
     },
     block,
-    counterparties: counterpartiesOf(tx, approvals, [], authorities, block, 'decode'),
+    counterparties: counterpartiesOf(tx, approvals, [], authorities, block, 'decode', decoded),
     unresolvedTokens: [],
     failure,
   };
@@ -390,7 +387,10 @@ function plannedReads(tx: EvmTransaction, decoded: DecodedCall | null): PlannedR
   if (decoded.fn === 'approve' || decoded.fn === 'increaseAllowance')
     reads.push({ asset: token, kind: 'allowance', spender: decoded.spender });
   if (decoded.fn === 'setApprovalForAll')
-    reads.push({ asset: token, kind: 'operator', spender: decoded.operator });
+    reads.push(
+      { asset: token, kind: 'operator', spender: decoded.operator },
+      { asset: token, kind: 'erc1155' },
+    );
   return reads;
 }
 
@@ -414,6 +414,12 @@ function encodeRead(owner: Address, r: PlannedRead): Hex {
       return encodeFunctionData({ abi: READ_CALLS, functionName: 'decimals' });
     case 'symbol':
       return encodeFunctionData({ abi: READ_CALLS, functionName: 'symbol' });
+    case 'erc1155':
+      return encodeFunctionData({
+        abi: READ_CALLS,
+        functionName: 'supportsInterface',
+        args: [ERC1155_INTERFACE],
+      });
   }
 }
 
@@ -442,6 +448,7 @@ function parseReads(plan: PlannedRead[], calls: SimulatedCall[], withNative = tr
         operator: 'isApprovedForAll',
         decimals: 'decimals',
         symbol: 'symbol',
+        erc1155: 'supportsInterface',
       } as const;
       values.set(
         readKey(r),
@@ -479,17 +486,21 @@ function effects(
   const events = run.logs.map(decodeTokenEvent).filter((e): e is TokenEvent => e !== null);
   const { before, after } = run.reads;
   const standards = new Map<string, Asset['type']>();
+  // ApprovalForAll is the same event in ERC-721 and ERC-1155: it does not tell the standard.
   for (const e of events)
-    if ('token' in e && e.kind !== 'permit2_approval') standards.set(e.token.toLowerCase(), assetTypeOf(e));
+    if ('token' in e && e.kind !== 'permit2_approval' && e.kind !== 'approval_for_all')
+      standards.set(e.token.toLowerCase(), assetTypeOf(e));
   const calledToken = plan[0]?.asset;
   if (calledToken && !standards.has(calledToken.toLowerCase()))
     standards.set(
       calledToken.toLowerCase(),
-      before.values.has(readKey({ asset: calledToken, kind: 'decimals' }))
-        ? 'erc20'
-        : decoded?.fn === 'setApprovalForAll' || decoded?.fn === 'safeTransferFrom'
-          ? 'erc721'
-          : 'erc20',
+      before.values.get(readKey({ asset: calledToken, kind: 'erc1155' })) === true
+        ? 'erc1155'
+        : before.values.has(readKey({ asset: calledToken, kind: 'decimals' }))
+          ? 'erc20'
+          : decoded?.fn === 'setApprovalForAll' || decoded?.fn === 'safeTransferFrom'
+            ? 'erc721'
+            : 'erc20',
     );
   const assetOf = (token: Address, tokenId?: bigint): Asset => {
     const type = standards.get(token.toLowerCase()) ?? 'erc20';
@@ -573,7 +584,7 @@ function effects(
       authorityChanges: run.authorities,
     },
     block: run.block,
-    counterparties: counterpartiesOf(tx, approvals, changes, run.authorities, run.block, run.method),
+    counterparties: counterpartiesOf(tx, approvals, changes, run.authorities, run.block, run.method, decoded),
     unresolvedTokens: [...unresolved] as Address[],
   };
 }
@@ -685,7 +696,8 @@ function approvalsOf(
   for (const a of approvals) {
     if (a.all || a.asset.type !== 'erc20' || !a.asset.address) continue;
     const balance = before.values.get(readKey({ asset: a.asset.address as Address, kind: 'balance' }));
-    if (typeof balance === 'bigint') a.coversBalance = a.unlimited || a.amount >= balance;
+    // Nothing held is nothing covered: an exact approve of a token not held yet is still exact.
+    if (typeof balance === 'bigint') a.coversBalance = a.unlimited || (balance > 0n && a.amount >= balance);
     else if (a.unlimited) a.coversBalance = true;
   }
   return approvals;
@@ -699,6 +711,7 @@ function counterpartiesOf(
   authorities: AuthorityChange[],
   block: bigint | null,
   method: string,
+  decoded: DecodedCall | null,
 ): PayloadCounterparty[] {
   const out = new Map<string, PayloadCounterparty>();
   const at = block !== null ? { block: Number(block) } : {};
@@ -722,6 +735,9 @@ function counterpartiesOf(
   for (const c of changes)
     if (c.amount > 0n && lost.has(assetId(c.asset)))
       put(c.owner, 'recipient', { asset: c.asset.address ?? 'native', amount: c.amount.toString() });
+  // The recipient the calldata names, even when the simulation reverted or did not run.
+  if (decoded && 'to' in decoded && (!('from' in decoded) || same(decoded.from, tx.from)))
+    put(decoded.to, 'recipient', { calldata: decoded.fn, token: tx.to });
   return [...out.values()];
 }
 
@@ -767,6 +783,6 @@ export async function resolveTokens(
     fill(a.asset);
     if (a.coversBalance !== null || !a.asset.address) continue;
     const balance = reads.values.get(readKey({ asset: a.asset.address as Address, kind: 'balance' }));
-    if (typeof balance === 'bigint') a.coversBalance = a.unlimited || a.amount >= balance;
+    if (typeof balance === 'bigint') a.coversBalance = a.unlimited || (balance > 0n && a.amount >= balance);
   }
 }

@@ -14,8 +14,8 @@ import { resolveTokens, simulateEvmTransaction, type EvmSimulated } from './evm-
 import { judgePayload, type JudgedCounterparty } from './judge.js';
 import { inspectMessage } from './message.js';
 import { decodeSolanaTransaction, simulateSolanaTransaction } from './solana-transaction.js';
-import { inspectTypedData } from './typed-data.js';
-import type { Payload, PayloadCounterparty, SignatureInfo, Simulation } from './types.js';
+import { inspectTypedData, type TypedDataInspection } from './typed-data.js';
+import type { Payload, PayloadCounterparty, SignatureInfo, Simulation, TypedDataInput } from './types.js';
 
 /*
  * A shield preflight's payload, inspected within the preflight deadline (docs/risk.md#before-the-user-signs):
@@ -96,7 +96,7 @@ export async function inspectPayload(payload: Payload, ctx: PayloadContext): Pro
       break;
     }
     case 'typed_data': {
-      const inspection = inspectTypedData(payload.typed, ctx.from as Address);
+      const inspection = typedDataInspection(payload.typed, ctx.from as Address);
       signature = inspection.signature;
       declaredChainId = signature.chainId;
       givesWithoutReturn = inspection.givesWithoutReturn;
@@ -172,6 +172,7 @@ export async function inspectPayload(payload: Payload, ctx: PayloadContext): Pro
     }
   }
 
+  const readMethod = ctx.network.family === 'evm' ? 'eth_getCode' : 'getMultipleAccounts';
   const ordered = counterparties
     .filter((c) => ctx.target === null || c.address.toLowerCase() !== ctx.target.toLowerCase())
     .sort((a, b) => ROLE_ORDER.indexOf(a.role) - ROLE_ORDER.indexOf(b.role));
@@ -179,7 +180,7 @@ export async function inspectPayload(payload: Payload, ctx: PayloadContext): Pro
   if (ordered.length > judged.length)
     incomplete.push(
       incompleteFinding(
-        'eth_getCode',
+        readMethod,
         'the counterparties',
         `only the first ${MAX_COUNTERPARTIES} of ${ordered.length} counterparties were checked`,
         undefined,
@@ -210,12 +211,7 @@ export async function inspectPayload(payload: Payload, ctx: PayloadContext): Pro
     }
     complete = false;
     incomplete.push({
-      ...incompleteFinding(
-        'eth_getCode',
-        `the ${c.role} ${c.address}`,
-        failureReason(result.reason),
-        undefined,
-      ),
+      ...incompleteFinding(readMethod, `the ${c.role} ${c.address}`, failureReason(result.reason), undefined),
       subject: { role: c.role, address: c.address },
     });
     return { ...c, analysis: null };
@@ -243,6 +239,18 @@ export async function inspectPayload(payload: Payload, ctx: PayloadContext): Pro
     flagged: judgement.flagged,
     declaredChainId,
   };
+}
+
+/** inspectTypedData, with anything its checks missed in a message that hashed reported as a 400, not a 500. */
+function typedDataInspection(typed: TypedDataInput, from: Address): TypedDataInspection {
+  try {
+    return inspectTypedData(typed, from);
+  } catch (err) {
+    if (err instanceof AppError) throw err;
+    throw invalidRequest('typed_data does not fit the signature its primary type names.', [
+      { path: 'typed_data.message', message: err instanceof Error ? err.message.slice(0, 200) : 'invalid' },
+    ]);
+  }
 }
 
 /** A failure as `incompleteFinding` takes it: provider and node errors as they are, anything else in words. */

@@ -242,7 +242,7 @@ function typedData(raw: z.infer<typeof typedDataBody>): TypedDataInput {
       })),
     });
   const typed = parsed.data;
-  if (!typed.types[typed.primaryType] && typed.primaryType !== 'EIP712Domain')
+  if (!Object.hasOwn(typed.types, typed.primaryType) && typed.primaryType !== 'EIP712Domain')
     throw invalidRequest(`typed_data.primaryType "${clip(typed.primaryType)}" has no entry in types.`, [
       { path: 'typed_data.primaryType', message: 'not defined in types' },
     ]);
@@ -266,7 +266,8 @@ function checkTypeGraph(types: TypedDataInput['types'], primary: string): void {
   state.set(primary, 'grey');
   while (stack.length > 0) {
     const top = stack[stack.length - 1]!;
-    const fields = types[top.name] ?? [];
+    // Own properties only: a type named `constructor` or `hasOwnProperty` is not Object.prototype's.
+    const fields = Object.hasOwn(types, top.name) ? types[top.name]! : [];
     if (top.next >= fields.length) {
       state.set(top.name, 'black');
       stack.pop();
@@ -275,7 +276,7 @@ function checkTypeGraph(types: TypedDataInput['types'], primary: string): void {
     const field = fields[top.next++]!;
     const struct = structOf(field.type);
     if (struct === null) continue;
-    if (!types[struct])
+    if (!Object.hasOwn(types, struct))
       throw invalidRequest(
         `typed_data type ${top.name}.${field.name} refers to undefined type "${clip(struct)}".`,
         [{ path: `typed_data.types.${top.name}`, message: `missing type ${clip(struct)}` }],

@@ -15,6 +15,7 @@ import {
   parseAdvanceNonceAccountInstruction,
   parseAssignInstruction,
   parseAssignWithSeedInstruction,
+  parseTransferSolInstruction,
   SystemInstruction,
 } from '@solana-program/system';
 import {
@@ -173,6 +174,8 @@ interface InstructionEffects {
   approvals: Approval[];
   authorities: AuthorityChange[];
   closes: { account: string; destination: string; owner: string }[];
+  /** System transfers out of `from`: their destinations are recipients even when the simulation fails. */
+  payees: string[];
 }
 
 function instructionEffects(
@@ -180,14 +183,17 @@ function instructionEffects(
   from: string,
   accountOwners: Map<string, string>,
 ): InstructionEffects {
-  const out: InstructionEffects = { approvals: [], authorities: [], closes: [] };
+  const out: InstructionEffects = { approvals: [], authorities: [], closes: [], payees: [] };
   for (const ix of instructions) {
     if (!ix.data || !ix.accounts) continue;
     const input = ix as Parameters<typeof parseAssignInstruction>[0];
     try {
       if (ix.programAddress === SYSTEM_PROGRAM) {
         const kind = identifySystemInstruction(ix.data);
-        if (kind === SystemInstruction.Assign) {
+        if (kind === SystemInstruction.TransferSol) {
+          const p = parseTransferSolInstruction(input);
+          if (p.accounts.source.address === from) out.payees.push(p.accounts.destination.address);
+        } else if (kind === SystemInstruction.Assign) {
           const p = parseAssignInstruction(input);
           out.authorities.push({
             account: p.accounts.account.address,
@@ -494,7 +500,12 @@ export async function simulateSolanaTransaction(
       approvals: effects.approvals,
       authorityChanges: effects.authorities.filter((c) => c.from === from || c.account === from),
     };
-    return { simulation, counterparties: counterpartiesOf(simulation, from, at), findings: extra, failure };
+    return {
+      simulation,
+      counterparties: counterpartiesOf(simulation, from, at, effects.payees),
+      findings: extra,
+      failure,
+    };
   }
   const result = post.value;
   const before = pre.value.accounts;
@@ -535,7 +546,7 @@ export async function simulateSolanaTransaction(
               spender: tb.delegate,
               amount: tb.delegatedAmount,
               unlimited: tb.delegatedAmount >= UNLIMITED_U64,
-              coversBalance: tb.delegatedAmount >= ta.amount,
+              coversBalance: ta.amount > 0n && tb.delegatedAmount >= ta.amount,
               all: false,
               expiresAt: null,
               source: 'transaction',
@@ -594,16 +605,23 @@ export async function simulateSolanaTransaction(
   };
   return {
     simulation,
-    counterparties: counterpartiesOf(simulation, from, { slot: result.slot }),
+    counterparties: counterpartiesOf(simulation, from, { slot: result.slot }, payeesOf(effects, from)),
     findings: extra.map((f) => ({ ...f, evidence: { ...f.evidence, slot: result.slot } })),
   };
 }
+
+/** Who gets `from`'s lamports by instruction: System transfer destinations, a closed account's rent. */
+const payeesOf = (effects: InstructionEffects, from: string): string[] => [
+  ...effects.payees,
+  ...effects.closes.filter((c) => c.owner === from).map((c) => c.destination),
+];
 
 /** Delegates, new authorities and the owners that gain what `from` loses. */
 function counterpartiesOf(
   simulation: Simulation,
   from: string,
   at: { slot?: number },
+  payees: string[],
 ): PayloadCounterparty[] {
   const out = new Map<string, PayloadCounterparty>();
   const put = (address: string, role: PayloadCounterparty['role'], value: unknown) => {
@@ -626,5 +644,7 @@ function counterpartiesOf(
   for (const c of simulation.assetChanges)
     if (c.amount > 0n && lost.has(c.asset.address ?? 'native'))
       put(c.owner, 'recipient', { asset: c.asset.address ?? 'native', amount: c.amount.toString() });
+  // The destinations of from's System transfers, even when the simulation failed.
+  for (const payee of payees) put(payee, 'recipient', { instruction: 'transferSol' });
   return [...out.values()];
 }

@@ -67,7 +67,7 @@ export function inspectTypedData(typed: TypedDataInput, from: Address): TypedDat
   const counterparties: PayloadCounterparty[] = [];
   const evidence = (value: unknown) => ({ method: 'eth_signTypedData_v4', value });
   const party = (address: string, role: PayloadCounterparty['role'], value: unknown) => {
-    if (address.toLowerCase() === from.toLowerCase()) return;
+    if (address.toLowerCase() === from.toLowerCase() || BigInt(address) === 0n) return;
     if (counterparties.some((c) => c.address.toLowerCase() === address.toLowerCase())) return;
     counterparties.push({ address, role, evidence: evidence(value) });
   };
@@ -83,17 +83,34 @@ export function inspectTypedData(typed: TypedDataInput, from: Address): TypedDat
       });
     return { signature, approvals, counterparties, givesWithoutReturn, digest };
   };
-  const fields = new Set((typed.types[typed.primaryType] ?? []).map((f) => f.name));
-  const has = (...names: string[]) => names.every((n) => fields.has(n));
+  const fields = new Map(
+    (Object.hasOwn(typed.types, typed.primaryType) ? typed.types[typed.primaryType]! : []).map((f) => [
+      f.name,
+      f.type,
+    ]),
+  );
+  // `name` or `name:type`: a field of that name (and EIP-712 type, when given: a `Permit` whose amount is a
+  // string is not an ERC-2612 permit, and no token would accept its signature as one).
+  const has = (...specs: string[]) =>
+    specs.every((spec) => {
+      const [name, type] = spec.split(':') as [string, string | undefined];
+      const actual = fields.get(name);
+      if (actual === undefined) return false;
+      if (type === undefined) return true;
+      return type === 'uint' ? /^uint\d*$/.test(actual) : actual === type;
+    });
 
   // ERC-2612: Permit(owner, spender, value, nonce, deadline), signed by the owner.
-  if (typed.primaryType === 'Permit' && has('owner', 'spender', 'value', 'deadline') && verifyingContract) {
+  if (
+    typed.primaryType === 'Permit' &&
+    has('owner:address', 'spender:address', 'value:uint', 'deadline:uint')
+  ) {
     mustBeFrom(m.owner, from, 'owner');
-    const amount = BigInt(m.value as string);
+    const amount = big(m.value, 'value');
     return result(sig('erc2612_permit', m.deadline), [
       {
         ...base,
-        asset: { type: 'erc20', address: verifyingContract },
+        asset: tokenAt(verifyingContract),
         spender: addressField(m.spender, 'spender'),
         amount,
         unlimited: amount >= UNLIMITED_256,
@@ -102,14 +119,17 @@ export function inspectTypedData(typed: TypedDataInput, from: Address): TypedDat
     ]);
   }
   // DAI: Permit(holder, spender, nonce, expiry, allowed): all or nothing.
-  if (typed.primaryType === 'Permit' && has('holder', 'spender', 'expiry', 'allowed') && verifyingContract) {
+  if (
+    typed.primaryType === 'Permit' &&
+    has('holder:address', 'spender:address', 'expiry:uint', 'allowed:bool')
+  ) {
     mustBeFrom(m.holder, from, 'holder');
     const approvals: Approval[] =
       m.allowed === true
         ? [
             {
               ...base,
-              asset: { type: 'erc20', address: verifyingContract },
+              asset: tokenAt(verifyingContract),
               spender: addressField(m.spender, 'spender'),
               amount: MAX_UINT256,
               unlimited: true,
@@ -117,19 +137,22 @@ export function inspectTypedData(typed: TypedDataInput, from: Address): TypedDat
             },
           ]
         : [];
-    return result(sig('dai_permit', BigInt(m.expiry as string) === 0n ? undefined : m.expiry), approvals);
+    return result(sig('dai_permit', big(m.expiry, 'expiry') === 0n ? undefined : m.expiry), approvals);
   }
   // Permit2 AllowanceTransfer: PermitSingle / PermitBatch(details: {token, amount, expiration, nonce}).
   if (
     (typed.primaryType === 'PermitSingle' || typed.primaryType === 'PermitBatch') &&
-    has('details', 'spender', 'sigDeadline')
+    has('spender:address', 'sigDeadline:uint') &&
+    structHas(typed, fields.get('details'), 'token:address', 'amount:uint', 'expiration:uint')
   ) {
     const details = (Array.isArray(m.details) ? m.details : [m.details]) as Message[];
     const spender = addressField(m.spender, 'spender');
     return result(
       sig('permit2_allowance', m.sigDeadline),
       details.map((d) => {
-        const amount = BigInt(d.amount as string);
+        const amount = big(d.amount, 'details.amount');
+        // Permit2 reads an expiration of 0 as "the block it is used in": the signature's own deadline.
+        const expiration = big(d.expiration, 'details.expiration') === 0n ? m.sigDeadline : d.expiration;
         return {
           ...base,
           asset: erc20(d.token),
@@ -137,7 +160,7 @@ export function inspectTypedData(typed: TypedDataInput, from: Address): TypedDat
           amount,
           unlimited: amount >= UNLIMITED_160,
           all: false,
-          expiresAt: dateOf(d.expiration),
+          expiresAt: dateOf(expiration),
         };
       }),
     );
@@ -145,14 +168,15 @@ export function inspectTypedData(typed: TypedDataInput, from: Address): TypedDat
   // Permit2 SignatureTransfer: Permit(Batch)(Witness)TransferFrom(permitted: {token, amount}, spender, nonce, deadline).
   if (
     /^Permit(Batch)?(Witness)?TransferFrom$/.test(typed.primaryType) &&
-    has('permitted', 'spender', 'deadline')
+    has('spender:address', 'deadline:uint') &&
+    structHas(typed, fields.get('permitted'), 'token:address', 'amount:uint')
   ) {
     const permitted = (Array.isArray(m.permitted) ? m.permitted : [m.permitted]) as Message[];
     const spender = addressField(m.spender, 'spender');
     return result(
       sig('permit2_transfer', m.deadline),
       permitted.map((p) => {
-        const amount = BigInt(p.amount as string);
+        const amount = big(p.amount, 'permitted.amount');
         return {
           ...base,
           asset: erc20(p.token),
@@ -168,16 +192,15 @@ export function inspectTypedData(typed: TypedDataInput, from: Address): TypedDat
   // EIP-3009: (Transfer|Receive)WithAuthorization(from, to, value, validAfter, validBefore, nonce).
   if (
     /^(Transfer|Receive)WithAuthorization$/.test(typed.primaryType) &&
-    has('from', 'to', 'value', 'validBefore') &&
-    verifyingContract
+    has('from:address', 'to:address', 'value:uint', 'validBefore:uint')
   ) {
     mustBeFrom(m.from, from, 'from');
-    const amount = BigInt(m.value as string);
+    const amount = big(m.value, 'value');
     const to = addressField(m.to, 'to');
     const inspection = result(sig('transfer_authorization', m.validBefore), [
       {
         ...base,
-        asset: { type: 'erc20', address: verifyingContract },
+        asset: tokenAt(verifyingContract),
         spender: to,
         amount,
         unlimited: amount >= UNLIMITED_256,
@@ -191,7 +214,23 @@ export function inspectTypedData(typed: TypedDataInput, from: Address): TypedDat
   // Seaport: OrderComponents(offerer, offer[], consideration[], …, endTime …).
   if (
     typed.primaryType === 'OrderComponents' &&
-    has('offerer', 'offer', 'consideration') &&
+    has('offerer:address', 'endTime:uint') &&
+    structHas(
+      typed,
+      fields.get('offer'),
+      'itemType:uint8',
+      'token:address',
+      'identifierOrCriteria:uint',
+      'startAmount:uint',
+    ) &&
+    structHas(
+      typed,
+      fields.get('consideration'),
+      'itemType:uint8',
+      'token:address',
+      'startAmount:uint',
+      'recipient:address',
+    ) &&
     verifyingContract
   ) {
     mustBeFrom(m.offerer, from, 'offerer');
@@ -199,7 +238,7 @@ export function inspectTypedData(typed: TypedDataInput, from: Address): TypedDat
     const consideration = (Array.isArray(m.consideration) ? m.consideration : []) as Message[];
     const approvals = offer.map((item): Approval => {
       const type = Number(item.itemType);
-      const amount = BigInt((item.startAmount ?? item.endAmount ?? '0') as string);
+      const amount = big(item.startAmount, 'offer.startAmount');
       const all = type === 4 || type === 5; // criteria-based: any token of the collection
       const asset: Asset =
         type === 0
@@ -207,7 +246,9 @@ export function inspectTypedData(typed: TypedDataInput, from: Address): TypedDat
           : {
               type: type === 1 ? 'erc20' : type === 2 || type === 4 ? 'erc721' : 'erc1155',
               address: addressField(item.token, 'token'),
-              ...(type === 2 || type === 3 ? { tokenId: BigInt(item.identifierOrCriteria as string) } : {}),
+              ...(type === 2 || type === 3
+                ? { tokenId: big(item.identifierOrCriteria, 'offer.identifierOrCriteria') }
+                : {}),
             };
       return {
         ...base,
@@ -223,7 +264,7 @@ export function inspectTypedData(typed: TypedDataInput, from: Address): TypedDat
       (c) =>
         typeof c.recipient === 'string' &&
         c.recipient.toLowerCase() === from.toLowerCase() &&
-        BigInt((c.startAmount ?? '0') as string) > 0n,
+        big(c.startAmount, 'consideration.startAmount') > 0n,
     );
     const inspection = result(sig('seaport_order', m.endTime), approvals, offer.length > 0 && !paysFrom);
     for (const c of consideration)
@@ -240,6 +281,37 @@ export function inspectTypedData(typed: TypedDataInput, from: Address): TypedDat
 /** Whether typed data is a Permit2 message (for the docs' wording of the verifying contract). */
 export const isPermit2 = (address: string | null) =>
   address !== null && address.toLowerCase() === PERMIT2.toLowerCase();
+
+/** An integer field as viem accepted it (decimal or hex string, number, bigint); 400 when it is none. */
+function big(value: unknown, field: string): bigint {
+  try {
+    if (typeof value === 'bigint') return value;
+    if (typeof value === 'number' || typeof value === 'string') return BigInt(value);
+  } catch {
+    // fall through
+  }
+  throw invalidRequest(`typed_data.message.${field} is not an integer.`, [
+    { path: `typed_data.message.${field}`, message: 'expected an integer' },
+  ]);
+}
+
+/** The token the signature is about: the verifying contract (unknown when the domain names none). */
+const tokenAt = (verifyingContract: Address | null): Asset =>
+  verifyingContract ? { type: 'erc20', address: verifyingContract } : { type: 'erc20' };
+
+/** Whether the struct type `type` (`S` or `S[]`) has these `name:type` fields. */
+function structHas(typed: TypedDataInput, type: string | undefined, ...specs: string[]): boolean {
+  if (type === undefined) return false;
+  const name = type.replace(/\[\d*\]$/, '');
+  if (!Object.hasOwn(typed.types, name)) return false;
+  const fields = new Map(typed.types[name]!.map((f) => [f.name, f.type]));
+  return specs.every((spec) => {
+    const [field, want] = spec.split(':') as [string, string];
+    const actual = fields.get(field);
+    if (actual === undefined) return false;
+    return want === 'uint' ? /^uint\d*$/.test(actual) : actual === want;
+  });
+}
 
 function mustBeFrom(value: unknown, from: Address, field: string): void {
   if (typeof value === 'string' && value.toLowerCase() === from.toLowerCase()) return;
