@@ -1,7 +1,6 @@
 import { createNoopSigner, type Address } from '@solana/kit';
 import { AuthorityType, getSetAuthorityInstruction } from '@solana-program/token';
 import { encodeFunctionData, maxUint256, numberToHex, type Address as Address0x } from 'viem';
-import { PERMIT2 } from '../src/risk/known/spenders.js';
 import { startAnvil, type RunningAnvil } from '../test/support/evm/anvil.js';
 import {
   connectAnvil,
@@ -11,6 +10,7 @@ import {
   swapAbi,
 } from '../test/support/evm/contracts.js';
 import { buildEvmWorld } from '../test/support/evm/fixtures.js';
+import { permit2TypedData } from '../test/support/evm/typed-data.js';
 import type { SolanaFacade } from '../test/support/solana/facade.js';
 import { buildSolanaWorld, type SolanaWorld } from '../test/support/solana/fixtures.js';
 import { associatedTokenAddress, createMint, mintToOwners } from '../test/support/solana/token.js';
@@ -236,33 +236,12 @@ async function buildEvmPayloads(
       'permit2-drain-signature',
       'sign',
       {
-        typed_data: {
-          types: {
-            EIP712Domain: [
-              { name: 'name', type: 'string' },
-              { name: 'chainId', type: 'uint256' },
-              { name: 'verifyingContract', type: 'address' },
-            ],
-            PermitSingle: [
-              { name: 'details', type: 'PermitDetails' },
-              { name: 'spender', type: 'address' },
-              { name: 'sigDeadline', type: 'uint256' },
-            ],
-            PermitDetails: [
-              { name: 'token', type: 'address' },
-              { name: 'amount', type: 'uint160' },
-              { name: 'expiration', type: 'uint48' },
-              { name: 'nonce', type: 'uint48' },
-            ],
-          },
-          primaryType: 'PermitSingle',
-          domain: { name: 'Permit2', chainId: DEMO_EVM_CHAIN_ID, verifyingContract: PERMIT2 },
-          message: {
-            details: { token, amount: (2n ** 160n - 1n).toString(), expiration: '1893456000', nonce: '0' },
-            spender: drainer,
-            sigDeadline: '1893456000',
-          },
-        },
+        typed_data: permit2TypedData({
+          chainId: DEMO_EVM_CHAIN_ID,
+          spender: drainer,
+          details: [{ token, amount: 2n ** 160n - 1n, expiration: 1_893_456_000 }],
+          sigDeadline: 1_893_456_000,
+        }),
       },
       'block',
       'a Permit2 signature giving an EOA all of your DUSD',

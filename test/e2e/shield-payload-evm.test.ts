@@ -34,6 +34,7 @@ import {
   type AnvilConnection,
 } from '../support/evm/contracts.js';
 import { compileContracts } from '../support/evm/solidity.js';
+import { erc2612TypedData, permit2TypedData } from '../support/evm/typed-data.js';
 import { startFaultProxy, type FaultProxy } from '../support/rpc-fault-proxy.js';
 import { prepareEnv, type RunningService, type TestEnv } from '../support/service.js';
 
@@ -409,59 +410,23 @@ describe('shield preflight payloads on EVM (anvil, eth_simulateV1)', () => {
   });
 
   describe('typed data (eth_signTypedData_v4)', () => {
-    const permitTyped = (spender: Address, value: bigint, chainId = 1) => ({
-      types: {
-        EIP712Domain: [
-          { name: 'name', type: 'string' },
-          { name: 'version', type: 'string' },
-          { name: 'chainId', type: 'uint256' },
-          { name: 'verifyingContract', type: 'address' },
-        ],
-        Permit: [
-          { name: 'owner', type: 'address' },
-          { name: 'spender', type: 'address' },
-          { name: 'value', type: 'uint256' },
-          { name: 'nonce', type: 'uint256' },
-          { name: 'deadline', type: 'uint256' },
-        ],
-      },
-      primaryType: 'Permit',
-      domain: { name: 'Permit Token', version: '1', chainId, verifyingContract: token },
-      message: {
+    const permitTyped = (spender: Address, value: bigint, chainId = 1) =>
+      erc2612TypedData({
+        name: 'Permit Token',
+        chainId,
+        token,
         owner: user.address,
         spender,
-        value: value.toString(),
-        nonce: '0',
-        deadline: 1_900_000_000n.toString(),
-      },
-    });
-    const permitSingle = (spender: Address, amount: bigint) => ({
-      types: {
-        EIP712Domain: [
-          { name: 'name', type: 'string' },
-          { name: 'chainId', type: 'uint256' },
-          { name: 'verifyingContract', type: 'address' },
-        ],
-        PermitSingle: [
-          { name: 'details', type: 'PermitDetails' },
-          { name: 'spender', type: 'address' },
-          { name: 'sigDeadline', type: 'uint256' },
-        ],
-        PermitDetails: [
-          { name: 'token', type: 'address' },
-          { name: 'amount', type: 'uint160' },
-          { name: 'expiration', type: 'uint48' },
-          { name: 'nonce', type: 'uint48' },
-        ],
-      },
-      primaryType: 'PermitSingle',
-      domain: { name: 'Permit2', chainId: 1, verifyingContract: PERMIT2 },
-      message: {
-        details: { token, amount: amount.toString(), expiration: String(1_800_000_000n + DAY), nonce: '0' },
+        value,
+        deadline: 1_900_000_000,
+      });
+    const permitSingle = (spender: Address, amount: bigint) =>
+      permit2TypedData({
+        chainId: 1,
         spender,
-        sigDeadline: '1800000000',
-      },
-    });
+        details: [{ token, amount, expiration: 1_800_000_000n + DAY }],
+        sigDeadline: 1_800_000_000,
+      });
 
     it('an ERC-2612 Permit of the max to a fresh address: block; the signature and approval fields', async () => {
       const p = await preflight({ intent: 'sign', typed_data: permitTyped(fresh, maxUint256) });

@@ -1,11 +1,11 @@
 import { getAddress, keccak256, maxUint256, toHex } from 'viem';
 import { describe, expect, it } from 'vitest';
 import { AppError } from '../../src/platform/errors.js';
-import { PERMIT2 } from '../../src/risk/known/spenders.js';
 import { inspectMessage } from '../../src/risk/payload/message.js';
 import { parsePayload } from '../../src/risk/payload/request.js';
 import { inspectTypedData } from '../../src/risk/payload/typed-data.js';
 import type { TypedDataInput } from '../../src/risk/payload/types.js';
+import { permit2TypedData } from '../support/evm/typed-data.js';
 
 /*
  * The payload decoders on their own (docs/risk.md#before-the-user-signs): which signature kind typed data
@@ -71,36 +71,15 @@ describe('typed data kinds', () => {
   });
 
   it('Permit2 PermitBatch: one approval per token, unlimited from 2^159, expires_at from each expiration', () => {
-    const typed: TypedDataInput = {
-      types: {
-        EIP712Domain: [
-          { name: 'name', type: 'string' },
-          { name: 'chainId', type: 'uint256' },
-          { name: 'verifyingContract', type: 'address' },
-        ],
-        PermitBatch: [
-          { name: 'details', type: 'PermitDetails[]' },
-          { name: 'spender', type: 'address' },
-          { name: 'sigDeadline', type: 'uint256' },
-        ],
-        PermitDetails: [
-          { name: 'token', type: 'address' },
-          { name: 'amount', type: 'uint160' },
-          { name: 'expiration', type: 'uint48' },
-          { name: 'nonce', type: 'uint48' },
-        ],
-      },
-      primaryType: 'PermitBatch',
-      domain: { name: 'Permit2', chainId: 8453, verifyingContract: PERMIT2 },
-      message: {
-        details: [
-          { token: TOKEN, amount: (2n ** 159n).toString(), expiration: '1800000000', nonce: '0' },
-          { token: SPENDER, amount: (2n ** 159n - 1n).toString(), expiration: '1700000000', nonce: '0' },
-        ],
-        spender: SPENDER,
-        sigDeadline: '1800000000',
-      },
-    };
+    const typed = permit2TypedData({
+      chainId: 8453,
+      spender: SPENDER,
+      details: [
+        { token: TOKEN, amount: 2n ** 159n, expiration: 1_800_000_000 },
+        { token: SPENDER, amount: 2n ** 159n - 1n, expiration: 1_700_000_000 },
+      ],
+      sigDeadline: 1_800_000_000,
+    });
     const r = inspectTypedData(typed, FROM);
     expect(r.signature).toMatchObject({ kind: 'permit2_allowance', chainId: 8453 });
     expect(r.approvals.map((a) => [a.asset.address, a.unlimited, a.expiresAt?.getTime()])).toEqual([
