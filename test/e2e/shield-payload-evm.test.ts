@@ -562,6 +562,22 @@ describe('shield preflight payloads on EVM (anvil, eth_simulateV1)', () => {
     });
   });
 
+  it('a provider that hangs on the simulation: answered within the preflight deadline, unavailable, at least warn', async () => {
+    proxyBare.faults.forMethod('eth_simulateV1', 'hang');
+    try {
+      const started = Date.now();
+      const p = await preflight({ intent: 'approve', transaction: tx(token, approve(router, 7n)) }, noTrace);
+      const took = Date.now() - started;
+      expect(took).toBeLessThan(2500); // the 1,500 ms deadline, with room for a busy machine (the RPC deadline is 10 s)
+      expect(p.simulation).toMatchObject({ status: 'unavailable', method: 'decode' });
+      expect(p.complete).toBe(false);
+      expect(p.decision).toBe('warn');
+    } finally {
+      proxyBare.faults.clear();
+      proxyBare.faults.unsupported('eth_simulateV1', 'debug_traceCall');
+    }
+  });
+
   describe('bad input: 400 with a code, never a 5xx', () => {
     const bad = async (body: Record<string, unknown>, path: string) => {
       const problem = await expectProblem(

@@ -132,7 +132,8 @@ export function judgePayload(input: PayloadJudgement): JudgedPayload {
   for (const a of simulation.approvals) {
     if (a.owner.toLowerCase() !== input.from.toLowerCase()) continue;
     const c = input.counterparties.find((x) => x.address.toLowerCase() === a.spender.toLowerCase());
-    const subject: FindingSubject = { role: a.all ? 'operator' : 'spender', address: a.spender };
+    // A transfer authorization's "spender" is its recipient: tagged with the counterparty's own role.
+    const subject: FindingSubject = { role: c?.role ?? (a.all ? 'operator' : 'spender'), address: a.spender };
     const status = lists.status(network.chain, a.spender);
     if (status.sanctioned || status.denied) continue; // counterparty_flagged says it
     const kind = c?.analysis?.kind ?? null;
