@@ -382,6 +382,27 @@ describe('shield preflight payloads on EVM (anvil, eth_simulateV1)', () => {
     expect(p.simulation!.authority_changes).toEqual([
       { account: user.address, authority_type: 'code_delegation', from: null, to: router },
     ]);
+    // The same authorization with its parity sent as `v` (0/1, as some wallets do; or 27/28): the same signer.
+    for (const v of [authorization.yParity ?? 0, (authorization.yParity ?? 0) + 27]) {
+      const asV = await preflight({
+        intent: 'sign',
+        transaction: {
+          ...tx(user.address, '0x'),
+          authorizationList: [
+            {
+              chainId: numberToHex(authorization.chainId),
+              address: authorization.address,
+              nonce: numberToHex(authorization.nonce),
+              v: numberToHex(v),
+              r: authorization.r,
+              s: authorization.s,
+            },
+          ],
+        },
+      });
+      expect(asV.decision, `v = ${v}`).toBe('block');
+      expect(asV.simulation!.authority_changes[0]!.account).toBe(user.address);
+    }
   });
 
   it('paying or approving a deny-listed address: block (counterparty_flagged), even for a small approval', async () => {
@@ -522,6 +543,29 @@ describe('shield preflight payloads on EVM (anvil, eth_simulateV1)', () => {
       expect(text.decision).toBe('allow');
       expect(text.reasons).toEqual([]);
     });
+  });
+
+  it('token balances the provider did not read: complete false, never a silent verdict on covers_balance', async () => {
+    proxy.faults.forMethod('eth_call', { status: 500 });
+    try {
+      const typed = erc2612TypedData({
+        name: 'Permit Token',
+        chainId: 1,
+        token,
+        owner: user.address,
+        spender: router,
+        value: 10n,
+        deadline: 1_900_000_000,
+      });
+      const p = await preflight({ intent: 'sign', typed_data: typed }, noSimulate);
+      expect(p.simulation!.approvals[0]).toMatchObject({ covers_balance: null });
+      expect(p.complete).toBe(false);
+      expect(reason(p, 'check_incomplete').evidence.method).toBe('eth_call');
+      expect(p.decision).not.toBe('allow');
+    } finally {
+      proxy.faults.clear();
+      proxy.faults.unsupported('eth_simulateV1');
+    }
   });
 
   describe('a node without eth_simulateV1', () => {

@@ -1,10 +1,18 @@
-import { createNoopSigner, lamports, type Address, type Instruction, type KeyPairSigner } from '@solana/kit';
+import {
+  address,
+  createNoopSigner,
+  lamports,
+  type Address,
+  type Instruction,
+  type KeyPairSigner,
+} from '@solana/kit';
 import { getAssignInstruction, getTransferSolInstruction } from '@solana-program/system';
 import {
   AuthorityType,
   getApproveInstruction,
   getCloseAccountInstruction,
   getSetAuthorityInstruction,
+  getTransferInstruction,
 } from '@solana-program/token';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Preflight } from '../../src/risk/schemas.js';
@@ -15,6 +23,7 @@ import {
   startServiceRetrying,
   type Customer,
 } from '../support/auth-helpers.js';
+import { startFaultProxy } from '../support/rpc-fault-proxy.js';
 import { prepareEnv, type RunningService, type TestEnv } from '../support/service.js';
 import type { SolanaFacade } from '../support/solana/facade.js';
 import { buildSolanaWorld, type SolanaWorld } from '../support/solana/fixtures.js';
@@ -246,6 +255,44 @@ describe('shield preflight payloads on Solana (LiteSVM simulateTransaction)', ()
     expect(reason(asSign, 'outflow_without_inflow').severity).toBe('high');
   });
 
+  it('a priority fee is not an asset change: the exact transfer, and a whole-balance token send still warns', async () => {
+    // ComputeBudget SetComputeUnitPrice (instruction 3, u64 micro-lamports per unit), no unit limit.
+    const data = new Uint8Array(9);
+    data[0] = 3;
+    new DataView(data.buffer).setBigUint64(1, 1_000_000n, true);
+    const price: Instruction = {
+      programAddress: address('ComputeBudget111111111111111111111111111111'),
+      data,
+    };
+    const pay = getTransferSolInstruction({ source: me(), destination: friend, amount: 12_345n });
+    const p = await preflight({ intent: 'transfer', transaction: await wire([price, pay]) });
+    expect(p.simulation!.asset_changes[0]).toEqual({
+      owner: user.address,
+      asset: { type: 'native' },
+      amount: '-12345',
+    });
+    expect(p.decision).toBe('allow');
+
+    const friendAta = await createExtraTokenAccount(world.chain, {
+      name: 'payload:friend-account',
+      mint,
+      owner: friend,
+      mintAuthority: await world.chain.signer('payload:mint-authority'),
+      amount: 0n,
+    });
+    const all = getTransferInstruction({
+      source: ata,
+      destination: friendAta,
+      authority: me(),
+      amount: HELD,
+    });
+    const drained = await preflight({ intent: 'sign', transaction: await wire([price, all]) });
+    expect(reason(drained, 'outflow_without_inflow').severity).toBe('high');
+    expect(drained.simulation!.asset_changes.filter((c) => c.owner === user.address)).toEqual([
+      { owner: user.address, asset: { type: 'spl', address: mint }, amount: (-HELD).toString() },
+    ]);
+  });
+
   it('paying a deny-listed wallet: block (counterparty_flagged)', async () => {
     const res = await fetch(`${svc.baseUrl}/api/v1/lists/deny/entries`, {
       method: 'POST',
@@ -262,6 +309,39 @@ describe('shield preflight payloads on Solana (LiteSVM simulateTransaction)', ()
     const closed = await preflight({ intent: 'sign', transaction: await wire([close]) });
     expect(closed.decision).toBe('block');
     expect(reason(closed, 'counterparty_flagged').subject).toEqual({ role: 'recipient', address: attacker });
+  });
+
+  it('lookup tables the provider cannot read: 200, unavailable, complete false, at least warn (never a 503)', async () => {
+    const proxy = await startFaultProxy(facade.url);
+    const flaky = await startServiceRetrying({
+      ...testEnv.env,
+      REDIS_KEY_PREFIX: `${testEnv.env.REDIS_KEY_PREFIX}flaky:`,
+      RISKWATCH_RPC_SOLANA_MAINNET: proxy.url,
+      RISKWATCH_RPC_RETRIES: '0',
+    });
+    try {
+      const table = await createLookupTable(world.chain, await world.chain.signer('payload:alt-2'), [friend]);
+      const v0 = await buildWireTransaction({
+        feePayer: user.address,
+        instructions: [getTransferSolInstruction({ source: me(), destination: friend, amount: 1000n })],
+        blockhash: ANY_BLOCKHASH,
+        version: 0,
+        lookupTables: { [table]: [friend] },
+      });
+      proxy.faults.forMethod('getMultipleAccounts', { status: 500 });
+      const res = await fetch(`${flaky.baseUrl}/api/v1/shield/preflight`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-api-key': acme.key.key },
+        body: JSON.stringify({ chain: 'solana', intent: 'transfer', from: user.address, transaction: v0 }),
+      });
+      const p = await expectJson<Preflight>(res, 200);
+      expect(p.simulation).toMatchObject({ status: 'unavailable', method: 'decode' });
+      expect(p.complete).toBe(false);
+      expect(p.decision).toBe('warn');
+    } finally {
+      await flaky.stop();
+      await proxy.close();
+    }
   });
 
   it('bad input: a truncated message, bad base64, from not a signer, target not an account key: 400', async () => {

@@ -195,6 +195,23 @@ describe('typed data kinds', () => {
   });
 });
 
+describe('chain ids', () => {
+  it('a domain.chainId past 2^53 is kept exactly for the mismatch check (chain_id shown as null)', () => {
+    const typed: TypedDataInput = {
+      types: {
+        EIP712Domain: [{ name: 'chainId', type: 'uint256' }],
+        Mail: [{ name: 'text', type: 'string' }],
+      },
+      primaryType: 'Mail',
+      domain: { chainId: '18446744073709551617' },
+      message: { text: 'hi' },
+    };
+    const r = inspectTypedData(typed, FROM);
+    expect(r.declaredChainId).toBe(18446744073709551617n);
+    expect(r.signature.chainId).toBeNull();
+  });
+});
+
 describe('messages', () => {
   it('eth_sign is always blind; personal_sign of a hash is blind, of text it is not', () => {
     expect(inspectMessage('eth_sign', toHex('hello')).findings.map((f) => f.code)).toEqual([

@@ -584,7 +584,16 @@ function effects(
       authorityChanges: run.authorities,
     },
     block: run.block,
-    counterparties: counterpartiesOf(tx, approvals, changes, run.authorities, run.block, run.method, decoded),
+    // A reverted transaction grants nothing, but the spender it names is still judged (lists, EOA).
+    counterparties: counterpartiesOf(
+      tx,
+      run.reverted && decoded && tx.to ? calldataApprovals(tx, decoded) : approvals,
+      changes,
+      run.authorities,
+      run.block,
+      run.method,
+      decoded,
+    ),
     unresolvedTokens: [...unresolved] as Address[],
   };
 }
@@ -745,7 +754,8 @@ const assetId = (a: Asset) => `${a.type}|${a.address?.toLowerCase() ?? ''}|${a.t
 
 /**
  * The second round trip: symbol, decimals and `from`'s balance (at the simulated block, before the
- * transaction) of the ERC-20 tokens only the logs revealed, filled into the simulation in place.
+ * transaction) of the ERC-20 tokens only the logs revealed, filled into the simulation in place. Rejects
+ * (after filling what it could) when the provider failed a balance an approval needs.
  */
 export async function resolveTokens(
   rpc: EvmRpc,
@@ -758,12 +768,17 @@ export async function resolveTokens(
   const call: CallOptions = { signal: options.signal, deadlineMs: options.deadlineMs };
   const block = simulated.block ?? 'latest';
   const kinds = ['decimals', 'symbol', 'balance'] as const;
+  // A token that does not answer a read (it reverts) is a fact; a provider that did not answer is not.
+  let providerFailure: unknown;
   const answers = await Promise.all(
     tokens.flatMap((asset) =>
       kinds.map((kind) =>
         rpc.call({ to: asset, data: encodeRead(from, { asset, kind }) }, block, call).then(
           (data): SimulatedCall => ({ status: '0x1', returnData: data, logs: [] }),
-          (): SimulatedCall => ({ status: '0x0', returnData: '0x', logs: [] }),
+          (err: unknown): SimulatedCall => {
+            if (kind === 'balance' && !(err instanceof RpcError)) providerFailure ??= err;
+            return { status: '0x0', returnData: '0x', logs: [] };
+          },
         ),
       ),
     ),
@@ -785,4 +800,8 @@ export async function resolveTokens(
     const balance = reads.values.get(readKey({ asset: a.asset.address as Address, kind: 'balance' }));
     if (typeof balance === 'bigint') a.coversBalance = a.unlimited || (balance > 0n && a.amount >= balance);
   }
+  // Whether an approval covers the balance decides its severity: unknown because of the provider is
+  // an unfinished check (the caller reports it), not a smaller risk.
+  if (providerFailure !== undefined && simulated.simulation.approvals.some((a) => a.coversBalance === null))
+    throw providerFailure instanceof Error ? providerFailure : new Error('the token balance was not read');
 }

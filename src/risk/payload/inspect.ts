@@ -60,7 +60,7 @@ export interface InspectedPayload {
   /** A counterparty is sanctioned or deny-listed. */
   flagged: boolean;
   /** The chain id the payload itself declares (transaction `chainId`, typed-data domain), if any. */
-  declaredChainId: number | null;
+  declaredChainId: bigint | null;
 }
 
 export async function inspectPayload(payload: Payload, ctx: PayloadContext): Promise<InspectedPayload> {
@@ -70,13 +70,13 @@ export async function inspectPayload(payload: Payload, ctx: PayloadContext): Pro
   let signature: SignatureInfo | null = null;
   let counterparties: PayloadCounterparty[] = [];
   let givesWithoutReturn = false;
-  let declaredChainId: number | null = null;
+  let declaredChainId: bigint | null = null;
   let pending: EvmSimulated | null = null;
   const early: Finding[] = [];
 
   switch (payload.kind) {
     case 'evm_transaction': {
-      declaredChainId = payload.tx.chainId ?? null;
+      declaredChainId = payload.tx.chainId !== undefined ? BigInt(payload.tx.chainId) : null;
       const simulated = await simulateEvmTransaction(ctx.evm(), payload.tx, {
         signal: ctx.signal,
         deadlineMs: left(),
@@ -98,7 +98,7 @@ export async function inspectPayload(payload: Payload, ctx: PayloadContext): Pro
     case 'typed_data': {
       const inspection = typedDataInspection(payload.typed, ctx.from as Address);
       signature = inspection.signature;
-      declaredChainId = signature.chainId;
+      declaredChainId = inspection.declaredChainId;
       givesWithoutReturn = inspection.givesWithoutReturn;
       simulation = {
         status: 'not_applicable',
@@ -143,10 +143,29 @@ export async function inspectPayload(payload: Payload, ctx: PayloadContext): Pro
         throw invalidRequest(`from (${ctx.from}) is not a required signer of this transaction.`, [
           { path: 'from', message: `expected one of the signers: ${decoded.signers.join(', ')}` },
         ]);
-      if (ctx.target !== null && !decoded.accountKeys.includes(ctx.target))
+      if (ctx.target !== null && !decoded.lookupFailure && !decoded.accountKeys.includes(ctx.target))
         throw invalidRequest(`target ${ctx.target} is not one of the transaction's account keys.`, [
           { path: 'target', message: "must be one of the transaction's accounts" },
         ]);
+      if (decoded.lookupFailure !== undefined) {
+        incomplete.push(
+          incompleteFinding(
+            'getMultipleAccounts',
+            'the address lookup tables',
+            failureReason(decoded.lookupFailure),
+            undefined,
+          ),
+        );
+        simulation = {
+          status: 'unavailable',
+          method: 'decode',
+          error: 'the address lookup tables could not be read',
+          assetChanges: [],
+          approvals: [],
+          authorityChanges: [],
+        };
+        break;
+      }
       const simulated = await simulateSolanaTransaction(rpc, decoded, ctx.from, {
         signal: ctx.signal,
         deadlineMs: left(),
@@ -248,7 +267,7 @@ function typedDataInspection(typed: TypedDataInput, from: Address): TypedDataIns
   } catch (err) {
     if (err instanceof AppError) throw err;
     throw invalidRequest('typed_data does not fit the signature its primary type names.', [
-      { path: 'typed_data.message', message: err instanceof Error ? err.message.slice(0, 200) : 'invalid' },
+      { path: 'typed_data.message', message: 'a field does not have the value its type needs' },
     ]);
   }
 }

@@ -36,7 +36,7 @@ export interface PayloadJudgement {
   counterparties: JudgedCounterparty[];
   walletImplementations: KnownWalletImplementations;
   /** The chain id the payload declares (transaction `chainId`, typed-data `domain.chainId`), if any. */
-  declaredChainId: number | null;
+  declaredChainId: bigint | null;
   /** A signature that gives without anything coming back (EIP-3009 transfer, a Seaport order paying nobody). */
   givesWithoutReturn: boolean;
 }
@@ -305,7 +305,7 @@ export function judgePayload(input: PayloadJudgement): JudgedPayload {
     );
 
   const declared = input.declaredChainId;
-  if (declared !== null && network.chainId !== undefined && declared !== network.chainId) {
+  if (declared !== null && network.chainId !== undefined && declared !== BigInt(network.chainId)) {
     const what = input.signature ? 'typed data' : 'transaction';
     out.push(
       tagged(
@@ -315,7 +315,7 @@ export function judgePayload(input: PayloadJudgement): JudgedPayload {
             `(chain id ${network.chainId}): what is checked here is not where it would run.`,
           {
             method: input.signature ? 'eth_signTypedData_v4' : 'eth_sendTransaction',
-            value: { declared_chain_id: declared, network_chain_id: network.chainId },
+            value: { declared_chain_id: declared.toString(), network_chain_id: network.chainId },
           },
         ),
         {

@@ -1,4 +1,4 @@
-import { getAddress, hexToBigInt, isHex, type Hex } from 'viem';
+import { getAddress, hexToBigInt, isAddress, isHex, type Hex } from 'viem';
 import { z } from 'zod';
 import { clip } from '../../chains/registry.js';
 import { AppError, invalidRequest } from '../../platform/errors.js';
@@ -111,8 +111,8 @@ export interface PayloadFields {
 
 /** Deepest struct nesting accepted in typed data (real protocols use 3–4 levels). */
 const MAX_TYPE_DEPTH = 16;
-/** Most values walked in a typed-data message (arrays of structs included). */
-export const MAX_TYPED_VALUES = 20_000;
+/** Most values in a typed-data message (arrays of structs included): real signatures hold a few dozen. */
+export const MAX_TYPED_VALUES = 2_000;
 
 /** How many payloads the body carries, with their field names. */
 export function payloadFieldsOf(fields: PayloadFields): ('transaction' | 'typed_data' | 'message')[] {
@@ -171,6 +171,13 @@ function evmTransaction(raw: z.infer<typeof evmTransactionBody>): EvmTransaction
     throw invalidRequest('A type-4 transaction cannot create a contract.', [
       { path: 'transaction.to', message: 'required with authorizationList' },
     ]);
+  for (const field of ['from', 'to'] as const) {
+    const value = raw[field];
+    if (typeof value === 'string' && !isAddress(value, { strict: true }))
+      throw invalidRequest(`transaction.${field} fails its EIP-55 checksum (mixed case must be exact).`, [
+        { path: `transaction.${field}`, message: 'bad EIP-55 checksum' },
+      ]);
+  }
   return {
     from: (raw.from ?? '0x') as Hex,
     to: raw.to ? getAddress(raw.to.toLowerCase()) : null,
@@ -184,12 +191,14 @@ function evmTransaction(raw: z.infer<typeof evmTransactionBody>): EvmTransaction
 
 function authorizationOf(a: z.infer<typeof authorization>, i: number): EvmAuthorization {
   const path = `transaction.authorizationList.${i}`;
-  const parity = a.yParity ?? (a.v !== undefined ? String(Number(BigInt(a.v)) % 2 === 0 ? 1 : 0) : undefined);
-  if (parity === undefined)
+  if (a.yParity === undefined && a.v === undefined)
     throw invalidRequest('An authorization needs yParity (or v).', [
       { path: `${path}.yParity`, message: 'required' },
     ]);
-  const yParity = Number(BigInt(parity));
+  // v is 27/28 in the legacy form (yParity = v − 27), and 0/1 when a wallet sends yParity under that name.
+  const v = a.v !== undefined ? BigInt(a.v) : undefined;
+  const yParity =
+    a.yParity !== undefined ? Number(BigInt(a.yParity)) : v! >= 27n ? Number(v! - 27n) : Number(v!);
   if (yParity > 1)
     throw invalidRequest('yParity is 0 or 1.', [{ path: `${path}.yParity`, message: 'expected 0x0 or 0x1' }]);
   return {
@@ -247,7 +256,23 @@ function typedData(raw: z.infer<typeof typedDataBody>): TypedDataInput {
       { path: 'typed_data.primaryType', message: 'not defined in types' },
     ]);
   checkTypeGraph(typed.types, typed.primaryType);
+  if (countValues(typed.message) > MAX_TYPED_VALUES)
+    throw invalidRequest(`typed_data.message holds more than ${MAX_TYPED_VALUES} values.`, [
+      { path: 'typed_data.message', message: `at most ${MAX_TYPED_VALUES} values` },
+    ]);
   return typed;
+}
+
+/** Values in a JSON value (objects, arrays and leaves), counted iteratively: deep input is fine. */
+function countValues(value: unknown): number {
+  let count = 0;
+  const stack: unknown[] = [value];
+  while (stack.length > 0 && count <= MAX_TYPED_VALUES) {
+    const v = stack.pop();
+    count += 1;
+    if (typeof v === 'object' && v !== null) for (const child of Object.values(v)) stack.push(child);
+  }
+  return count;
 }
 
 const ATOMIC =

@@ -30,7 +30,7 @@ import {
 } from '@solana-program/token';
 import { RpcError } from '../../chains/jsonrpc.js';
 import type { SolanaAccount, SolanaRpc } from '../../chains/solana.js';
-import { invalidRequest } from '../../platform/errors.js';
+import { AppError, invalidRequest } from '../../platform/errors.js';
 import { finding, type Finding } from '../findings.js';
 import { BPF_LOADER_UPGRADEABLE, SYSTEM_PROGRAM, TOKEN_2022_PROGRAM, TOKEN_PROGRAM } from '../solana/kind.js';
 import type { Approval, AssetChange, AuthorityChange, PayloadCounterparty, Simulation } from './types.js';
@@ -46,6 +46,23 @@ import type { Approval, AssetChange, AuthorityChange, PayloadCounterparty, Simul
  */
 
 const COMPUTE_BUDGET = 'ComputeBudget111111111111111111111111111111';
+/** Builtin programs: the runtime's default compute reservation for their instructions is 3,000 units. */
+const BUILTINS: ReadonlySet<string> = new Set([
+  SYSTEM_PROGRAM,
+  COMPUTE_BUDGET,
+  'AddressLookupTab1e1111111111111111111111111',
+  'Stake11111111111111111111111111111111111111',
+  'Vote111111111111111111111111111111111111111',
+  'Config1111111111111111111111111111111111111',
+  'BPFLoader1111111111111111111111111111111111',
+  'BPFLoader2111111111111111111111111111111111',
+  BPF_LOADER_UPGRADEABLE,
+  'LoaderV411111111111111111111111111111111111',
+  'KeccakSecp256k11111111111111111111111111111',
+  'Ed25519SigVerify111111111111111111111111111',
+  'Secp256r1SigVerify1111111111111111111111111',
+  'ZkE1Gama1Proof11111111111111111111111111111',
+]);
 /** An SPL token account's base layout (Token-2022 accounts append extensions after it). */
 const TOKEN_ACCOUNT_SIZE = 165;
 /** Lamports per signature, the runtime's base fee. */
@@ -66,6 +83,11 @@ export interface DecodedSolanaTransaction {
   /** The durable nonce account, when the first instruction advances one. */
   durableNonce: { account: string; authority: string } | null;
   wire: Uint8Array;
+  /**
+   * The provider could not read the lookup tables: the accounts they hold are unknown, so the instructions
+   * and account keys are the static ones only and nothing is simulated (`status: "unavailable"`).
+   */
+  lookupFailure?: unknown;
 }
 
 /** The message of `wire` (400 when it does not decode), its lookup tables resolved through the node. */
@@ -91,10 +113,16 @@ export async function decodeSolanaTransaction(
   const lookups = 'addressTableLookups' in message ? (message.addressTableLookups ?? []) : [];
   let loaded: { writable: Address[]; readonly: Address[] } | null = null;
   if (lookups.length > 0) {
-    const tables = await rpc.getMultipleAccounts(
-      lookups.map((l) => l.lookupTableAddress),
-      { signal: options.signal, deadlineMs: options.deadlineMs },
-    );
+    let tables: Awaited<ReturnType<SolanaRpc['getMultipleAccounts']>>;
+    try {
+      tables = await rpc.getMultipleAccounts(
+        lookups.map((l) => l.lookupTableAddress),
+        { signal: options.signal, deadlineMs: options.deadlineMs },
+      );
+    } catch (err) {
+      if (!(err instanceof AppError) && !(err instanceof RpcError)) throw err;
+      return withoutLookups(message, wire, err);
+    }
     loaded = { writable: [], readonly: [] };
     lookups.forEach((lookup, i) => {
       const addresses = lookupTableAddresses(tables.accounts[i] ?? null, lookup.lookupTableAddress);
@@ -132,6 +160,33 @@ export async function decodeSolanaTransaction(
     instructions,
     durableNonce: durableNonceOf(instructions),
     wire,
+  };
+}
+
+/** A v0 message whose lookup tables could not be read: its static part, and why. */
+function withoutLookups(
+  message: CompiledTransactionMessage,
+  wire: Uint8Array,
+  failure: unknown,
+): DecodedSolanaTransaction {
+  const staticKeys = message.staticAccounts.map(String);
+  const { numSignerAccounts, numReadonlySignerAccounts, numReadonlyNonSignerAccounts } = message.header;
+  const writable = new Set(
+    staticKeys.filter((_, i) =>
+      i < numSignerAccounts
+        ? i < numSignerAccounts - numReadonlySignerAccounts
+        : i < staticKeys.length - numReadonlyNonSignerAccounts,
+    ),
+  );
+  return {
+    message,
+    accountKeys: staticKeys,
+    writable,
+    signers: staticKeys.slice(0, numSignerAccounts),
+    instructions: [],
+    durableNonce: null,
+    wire,
+    lookupFailure: failure,
   };
 }
 
@@ -419,17 +474,17 @@ function tokenState(account: SolanaAccount | null): TokenState | null {
 function feeOf(decoded: DecodedSolanaTransaction): bigint {
   let price = 0n;
   let limit: bigint | null = null;
-  let others = 0n;
+  // Without SetComputeUnitLimit the runtime reserves 3,000 units per builtin instruction and 200,000 per
+  // other one (Agave's compute-budget defaults), capped at 1.4 M: the priority fee is paid on that.
+  let requested = 0n;
   for (const ix of decoded.instructions) {
-    if (ix.programAddress !== COMPUTE_BUDGET || !ix.data || ix.data.length < 1) {
-      others += 1n;
-      continue;
-    }
+    requested += BUILTINS.has(ix.programAddress) ? 3_000n : 200_000n;
+    if (ix.programAddress !== COMPUTE_BUDGET || !ix.data || ix.data.length < 1) continue;
     const view = new DataView(ix.data.buffer, ix.data.byteOffset, ix.data.length);
     if (ix.data[0] === 2 && ix.data.length >= 5) limit = BigInt(view.getUint32(1, true));
     if (ix.data[0] === 3 && ix.data.length >= 9) price = view.getBigUint64(1, true);
   }
-  const units = limit ?? (others * 200_000n > 1_400_000n ? 1_400_000n : others * 200_000n);
+  const units = limit ?? (requested > 1_400_000n ? 1_400_000n : requested);
   const priority = (price * units + 999_999n) / 1_000_000n;
   return LAMPORTS_PER_SIGNATURE * BigInt(decoded.message.header.numSignerAccounts) + priority;
 }

@@ -20,7 +20,6 @@ import type {
  */
 
 const UNLIMITED_256 = 2n ** 255n;
-const UNLIMITED_160 = 2n ** 159n;
 const MAX_UINT256 = 2n ** 256n - 1n;
 
 export interface TypedDataInspection {
@@ -30,6 +29,8 @@ export interface TypedDataInspection {
   counterparties: PayloadCounterparty[];
   /** Seaport: true when no consideration item pays `from` (it gives and gets nothing back). */
   givesWithoutReturn: boolean;
+  /** `domain.chainId` as declared (any size: a chain id past 2^53 is still not this chain). */
+  declaredChainId: bigint | null;
   /** The EIP-712 digest the wallet would sign. */
   digest: Hex;
 }
@@ -42,14 +43,20 @@ export function inspectTypedData(typed: TypedDataInput, from: Address): TypedDat
   try {
     digest = hashTypedData(typed as unknown as TypedDataDefinition);
   } catch (err) {
-    const why =
-      err instanceof Error ? ((err as { shortMessage?: string }).shortMessage ?? err.message) : 'invalid';
+    // viem's own errors say what does not fit; anything else (a TypeError on a malformed domain) is
+    // internal wording a caller should not see.
+    const short = (err as { shortMessage?: unknown } | null)?.shortMessage;
+    const why = typeof short === 'string' ? short : 'a value or the domain does not fit its EIP-712 type';
     throw invalidRequest(`typed_data does not hash as EIP-712: ${clip(why, 200)}`, [
       { path: 'typed_data', message: clip(why, 200) },
     ]);
   }
   const domain = typed.domain;
-  const chainId = domain.chainId === undefined ? null : toNumber(domain.chainId);
+  const declaredChainId = domain.chainId === undefined ? null : toBigInt(domain.chainId);
+  const chainId =
+    declaredChainId !== null && declaredChainId <= BigInt(Number.MAX_SAFE_INTEGER)
+      ? Number(declaredChainId)
+      : null;
   const verifyingContract =
     typeof domain.verifyingContract === 'string' && isAddress(domain.verifyingContract, { strict: false })
       ? getAddress(domain.verifyingContract.toLowerCase())
@@ -81,7 +88,7 @@ export function inspectTypedData(typed: TypedDataInput, from: Address): TypedDat
         kind: signature.kind,
         amount: a.unlimited ? 'unlimited' : a.amount.toString(),
       });
-    return { signature, approvals, counterparties, givesWithoutReturn, digest };
+    return { signature, approvals, counterparties, givesWithoutReturn, declaredChainId, digest };
   };
   const fields = new Map(
     (Object.hasOwn(typed.types, typed.primaryType) ? typed.types[typed.primaryType]! : []).map((f) => [
@@ -113,7 +120,7 @@ export function inspectTypedData(typed: TypedDataInput, from: Address): TypedDat
         asset: tokenAt(verifyingContract),
         spender: addressField(m.spender, 'spender'),
         amount,
-        unlimited: amount >= UNLIMITED_256,
+        unlimited: amount >= unlimitedAt(fields.get('value')),
         all: false,
       },
     ]);
@@ -158,7 +165,7 @@ export function inspectTypedData(typed: TypedDataInput, from: Address): TypedDat
           asset: erc20(d.token),
           spender,
           amount,
-          unlimited: amount >= UNLIMITED_160,
+          unlimited: amount >= unlimitedAt(structField(typed, fields.get('details'), 'amount')),
           all: false,
           expiresAt: dateOf(expiration),
         };
@@ -182,7 +189,7 @@ export function inspectTypedData(typed: TypedDataInput, from: Address): TypedDat
           asset: erc20(p.token),
           spender,
           amount,
-          unlimited: amount >= UNLIMITED_256,
+          unlimited: amount >= unlimitedAt(structField(typed, fields.get('permitted'), 'amount')),
           all: false,
           expiresAt: dateOf(m.deadline),
         };
@@ -203,7 +210,7 @@ export function inspectTypedData(typed: TypedDataInput, from: Address): TypedDat
         asset: tokenAt(verifyingContract),
         spender: to,
         amount,
-        unlimited: amount >= UNLIMITED_256,
+        unlimited: amount >= unlimitedAt(fields.get('value')),
         all: false,
         expiresAt: dateOf(m.validBefore),
       },
@@ -282,6 +289,19 @@ export function inspectTypedData(typed: TypedDataInput, from: Address): TypedDat
 export const isPermit2 = (address: string | null) =>
   address !== null && address.toLowerCase() === PERMIT2.toLowerCase();
 
+/** "Unlimited" for an amount of EIP-712 type `uintN`: at least 2^(N−1) (uint256 → 2^255, uint160 → 2^159). */
+function unlimitedAt(type: string | undefined): bigint {
+  const bits = /^uint(\d*)$/.exec(type ?? '')?.[1];
+  return 2n ** BigInt((bits ? Number(bits) : 256) - 1);
+}
+
+/** The EIP-712 type of `field` in the struct type `type` (`S` or `S[]`). */
+function structField(typed: TypedDataInput, type: string | undefined, field: string): string | undefined {
+  const name = type?.replace(/\[\d*\]$/, '');
+  if (name === undefined || !Object.hasOwn(typed.types, name)) return undefined;
+  return typed.types[name]!.find((f) => f.name === field)?.type;
+}
+
 /** An integer field as viem accepted it (decimal or hex string, number, bigint); 400 when it is none. */
 function big(value: unknown, field: string): bigint {
   try {
@@ -329,10 +349,11 @@ function addressField(value: unknown, field: string): Address {
   ]);
 }
 
-function toNumber(value: unknown): number | null {
+function toBigInt(value: unknown): bigint | null {
   try {
-    const n = BigInt(value as string);
-    return n <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(n) : null;
+    return typeof value === 'string' || typeof value === 'number' || typeof value === 'bigint'
+      ? BigInt(value)
+      : null;
   } catch {
     return null;
   }
