@@ -3,7 +3,7 @@ import type { AccountListView } from '../../lists/cache.js';
 import { applyContext } from '../context.js';
 import { finding, suppress, type Evidence, type Finding, type FindingSubject } from '../findings.js';
 import type { KnownWalletImplementations } from '../known/evm.js';
-import { knownSpender } from '../known/spenders.js';
+import { KNOWN_SPENDERS_VERSION, knownSpender } from '../known/spenders.js';
 import type { Intent } from '../policy.js';
 import type { ChainAnalysis, TargetKind } from '../types.js';
 import type {
@@ -123,7 +123,10 @@ export function judgePayload(input: PayloadJudgement): JudgedPayload {
         };
       }
       if (known && deployed && !own.suppressed)
-        own = suppress(own, `known spender: ${known.name} (${known.source})`);
+        own = suppress(
+          own,
+          `known spender: ${known.name} (${known.source}; registry ${KNOWN_SPENDERS_VERSION})`,
+        );
       out.push(tagged(own, subject));
     }
   }
@@ -329,7 +332,7 @@ export function judgePayload(input: PayloadJudgement): JudgedPayload {
 }
 
 /** An approval as evidence (amounts as decimal strings). */
-export function approvalValue(a: Approval): Record<string, unknown> {
+function approvalValue(a: Approval): Record<string, unknown> {
   return {
     owner: a.owner,
     asset: a.asset.address ?? a.asset.type,

@@ -279,7 +279,7 @@ const ATOMIC =
   /^(address|bool|string|bytes([1-9]|[12][0-9]|3[0-2])?|u?int(8|16|24|32|40|48|56|64|72|80|88|96|104|112|120|128|136|144|152|160|168|176|184|192|200|208|216|224|232|240|248|256)?)$/;
 
 /** The struct type named by a field type (`Foo`, `Foo[]`, `Foo[3][]`), or null for an atomic type. */
-export function structOf(type: string): string | null {
+function structOf(type: string): string | null {
   const base = type.replace(/(\[\d*\])+$/, '');
   return ATOMIC.test(base) ? null : base;
 }

@@ -1,7 +1,6 @@
-import { getAddress, hashTypedData, isAddress, type Address, type Hex, type TypedDataDefinition } from 'viem';
+import { getAddress, hashTypedData, isAddress, type Address, type TypedDataDefinition } from 'viem';
 import { clip } from '../../chains/registry.js';
 import { invalidRequest } from '../../platform/errors.js';
-import { PERMIT2 } from '../known/spenders.js';
 import type {
   Approval,
   Asset,
@@ -31,17 +30,15 @@ export interface TypedDataInspection {
   givesWithoutReturn: boolean;
   /** `domain.chainId` as declared (any size: a chain id past 2^53 is still not this chain). */
   declaredChainId: bigint | null;
-  /** The EIP-712 digest the wallet would sign. */
-  digest: Hex;
 }
 
 type Message = Record<string, unknown>;
 
 /** The inspection of `typed` as `from` would sign it. A value that does not fit its type → 400. */
 export function inspectTypedData(typed: TypedDataInput, from: Address): TypedDataInspection {
-  let digest: Hex;
   try {
-    digest = hashTypedData(typed as unknown as TypedDataDefinition);
+    // Hashing checks every value against its type (viem), as the wallet will when it signs.
+    hashTypedData(typed as unknown as TypedDataDefinition);
   } catch (err) {
     // viem's own errors say what does not fit; anything else (a TypeError on a malformed domain) is
     // internal wording a caller should not see.
@@ -88,7 +85,7 @@ export function inspectTypedData(typed: TypedDataInput, from: Address): TypedDat
         kind: signature.kind,
         amount: a.unlimited ? 'unlimited' : a.amount.toString(),
       });
-    return { signature, approvals, counterparties, givesWithoutReturn, declaredChainId, digest };
+    return { signature, approvals, counterparties, givesWithoutReturn, declaredChainId };
   };
   const fields = new Map(
     (Object.hasOwn(typed.types, typed.primaryType) ? typed.types[typed.primaryType]! : []).map((f) => [
@@ -284,10 +281,6 @@ export function inspectTypedData(typed: TypedDataInput, from: Address): TypedDat
   }
   return result(sig('unknown', undefined), []);
 }
-
-/** Whether typed data is a Permit2 message (for the docs' wording of the verifying contract). */
-export const isPermit2 = (address: string | null) =>
-  address !== null && address.toLowerCase() === PERMIT2.toLowerCase();
 
 /** "Unlimited" for an amount of EIP-712 type `uintN`: at least 2^(N−1) (uint256 → 2^255, uint160 → 2^159). */
 function unlimitedAt(type: string | undefined): bigint {
