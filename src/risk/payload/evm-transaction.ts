@@ -646,9 +646,15 @@ function approvalsOf(
         });
     } else if (e.kind === 'approval_for_all' && same(e.owner, tx.from)) {
       const key = `${e.token.toLowerCase()}|${e.operator.toLowerCase()}|all`;
+      const asset = assetOf(e.token);
+      // ERC-20 has no ApprovalForAll: a collection whose standard nothing else showed is an ERC-721.
+      if (asset.type === 'erc20') {
+        asset.type = 'erc721';
+        delete asset.decimals;
+      }
       byKey.set(key, {
         ...base,
-        asset: assetOf(e.token),
+        asset,
         spender: e.operator,
         amount: e.approved ? 2n ** 256n - 1n : 0n,
         unlimited: e.approved,
