@@ -1,6 +1,17 @@
 import type { ImpactBody } from './schemas.js';
-import type { ImpactCounts } from './service.js';
 
+/** The public impact numbers at one moment, as the service reads them (domain object: camelCase, a Date). */
+export interface ImpactCounts {
+  generatedAt: Date;
+  assessments: { total: number; last24h: number };
+  tokenScans: { total: number; last24h: number };
+  preflights: { total: number; blocked: number; warned: number };
+  highRiskFindings: { total: number };
+  watchlists: { targetsMonitored: number; alertsDelivered: number };
+  chains: string[];
+}
+
+/** The counts as the body of `GET /api/public/impact` (snake_case, ISO time). */
 export const presentImpact = (c: ImpactCounts): ImpactBody => ({
   generated_at: c.generatedAt.toISOString(),
   assessments: { total: c.assessments.total, last_24h: c.assessments.last24h },

@@ -1,7 +1,7 @@
 import { jsonText, type JsonText } from '../http/route.js';
 import type { Logger } from '../platform/logger.js';
 import type { Orm } from '../db/orm.js';
-import { presentImpact } from './present.js';
+import { presentImpact, type ImpactCounts } from './present.js';
 import type { ImpactBody } from './schemas.js';
 
 /** Counter names features add to (`impact_counters.metric`). */
@@ -17,17 +17,6 @@ export const IMPACT_METRICS = [
 export type ImpactMetric = (typeof IMPACT_METRICS)[number];
 
 const HOUR_MS = 3_600_000;
-
-/** The public impact numbers at one moment. */
-export interface ImpactCounts {
-  generatedAt: Date;
-  assessments: { total: number; last24h: number };
-  tokenScans: { total: number; last24h: number };
-  preflights: { total: number; blocked: number; warned: number };
-  highRiskFindings: { total: number };
-  watchlists: { targetsMonitored: number; alertsDelivered: number };
-  chains: string[];
-}
 
 /**
  * The public impact numbers. `refresh()` (a worker job) folds the hourly counters into one snapshot row;
