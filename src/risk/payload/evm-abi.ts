@@ -53,6 +53,9 @@ export const TOPICS = {
   wethWithdrawal: toEventSelector('Withdrawal(address,uint256)'),
 } as const;
 
+/** Two EVM addresses are the same whatever their case (EIP-55 or not). */
+export const sameAddress = (a: string, b: string) => a.toLowerCase() === b.toLowerCase();
+
 /** The pseudo-contract `eth_simulateV1`'s `traceTransfers` logs native transfers from (ERC-7528). */
 export const NATIVE_PSEUDO_TOKEN = '0xeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee';
 

@@ -10,12 +10,21 @@ import { incompleteFinding } from '../incomplete.js';
 import type { KnownWalletImplementations } from '../known/evm.js';
 import type { Intent } from '../policy.js';
 import type { ChainAnalysis } from '../types.js';
-import { resolveTokens, simulateEvmTransaction, type EvmSimulated } from './evm-transaction.js';
+import { resolveTokens } from './evm-reads.js';
+import { simulateEvmTransaction } from './evm-transaction.js';
 import { judgePayload, type JudgedCounterparty } from './judge.js';
 import { inspectMessage } from './message.js';
-import { decodeSolanaTransaction, simulateSolanaTransaction } from './solana-transaction.js';
+import { decodeSolanaTransaction } from './solana-decode.js';
+import { simulateSolanaTransaction } from './solana-transaction.js';
 import { inspectTypedData, type TypedDataInspection } from './typed-data.js';
-import type { Payload, PayloadCounterparty, SignatureInfo, Simulation, TypedDataInput } from './types.js';
+import type {
+  EvmSimulated,
+  Payload,
+  PayloadCounterparty,
+  SignatureInfo,
+  Simulation,
+  TypedDataInput,
+} from './types.js';
 
 /*
  * A shield preflight's payload, inspected within the preflight deadline (docs/risk.md#before-the-user-signs):

@@ -1,4 +1,4 @@
-import type { Hex } from 'viem';
+import type { Address, Hex } from 'viem';
 import type { Evidence } from '../findings.js';
 
 /*
@@ -133,4 +133,21 @@ export interface PayloadCounterparty {
   role: CounterpartyRole;
   /** What makes it one (the approval, transfer or authority change), for the findings' evidence. */
   evidence: Evidence;
+}
+
+export interface EvmSimulationOptions {
+  signal?: AbortSignal;
+  deadlineMs: number;
+}
+
+/** The simulation of an EVM transaction, with what its second round trip (token metadata) still has to fill. */
+export interface EvmSimulated {
+  simulation: Simulation;
+  /** The block the simulation ran on top of (`eth_blockNumber` of its batch); null when unknown. */
+  block: bigint | null;
+  counterparties: PayloadCounterparty[];
+  /** ERC-20 tokens only the logs revealed: their symbol, decimals and `from`'s balance are read next. */
+  unresolvedTokens: Address[];
+  /** Why the simulation did not run (for the `check_incomplete` finding), when it did not. */
+  failure?: unknown;
 }
