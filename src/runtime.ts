@@ -18,9 +18,11 @@ import { Shutdown } from './platform/shutdown.js';
 import { mergeKnownWalletImplementations } from './risk/known/evm.js';
 import { RiskService } from './risk/service.js';
 import { UsageService } from './usage/service.js';
-import { countWatchedTargets } from './watchlists/scan.js';
+import { countWatchedTargets, WatchlistScanner } from './watchlists/scan.js';
 import { RescansService } from './watchlists/rescans.js';
 import { WatchlistsService } from './watchlists/service.js';
+import { WebhookDeliverer } from './webhooks/delivery.js';
+import { WebhookHttpClient } from './webhooks/http.js';
 import { SecretBox } from './webhooks/secrets.js';
 import { WebhooksService } from './webhooks/service.js';
 import { WebhookUrlPolicy } from './webhooks/ssrf.js';
@@ -59,6 +61,13 @@ export interface Runtime {
   webhooks: WebhooksService;
   /** Seals and opens the webhook signing secrets (`webhooks.secrets_key`). */
   webhookSecrets: SecretBox;
+  /** Sends webhook deliveries (the workers' side of webhooks; metrics attached by the worker role). */
+  webhookDeliverer: WebhookDeliverer;
+  /**
+   * Runs the watchlist scans (the workers' side of watchlists). The deliveries a scan creates reach the
+   * webhook queue through the deliverer, wired here.
+   */
+  watchlistScanner: WatchlistScanner;
 }
 
 export async function createRuntime(role: string, config: Readonly<Config> = loadConfig()): Promise<Runtime> {
@@ -84,10 +93,36 @@ export async function createRuntime(role: string, config: Readonly<Config> = loa
     { maxEntriesPerAccount: config.lists.max_entries_per_account },
   );
   const webhookSecrets = SecretBox.fromSettings(config.webhooks);
+  // One URL policy for the endpoints the API accepts and the addresses the deliverer connects to.
+  const urlPolicy = new WebhookUrlPolicy({
+    allowCidrs: config.webhooks.allow_cidrs,
+    allowHttp: config.webhooks.allow_http,
+  });
+  const webhookDeliverer = new WebhookDeliverer({
+    orm,
+    queues,
+    http: new WebhookHttpClient(urlPolicy),
+    logger,
+    settings: config.webhooks,
+    userAgent: `riskwatch-webhooks/${VERSION}`,
+    secrets: webhookSecrets,
+  });
   const listsCache: ListsCache = new ListsCache(lists, {
     redis,
     channel: listsChannel(config.redis.key_prefix),
     logger,
+  });
+  const risk = new RiskService({
+    providers,
+    redis,
+    redisKeyPrefix: config.redis.key_prefix,
+    lists: listsCache,
+    logger,
+    settings: config.risk,
+    walletImplementations: mergeKnownWalletImplementations(
+      undefined,
+      config.risk.known_wallet_implementations,
+    ),
   });
   const runtime: Runtime = {
     config,
@@ -109,18 +144,7 @@ export async function createRuntime(role: string, config: Readonly<Config> = loa
     impact,
     lists,
     listsCache,
-    risk: new RiskService({
-      providers,
-      redis,
-      redisKeyPrefix: config.redis.key_prefix,
-      lists: listsCache,
-      logger,
-      settings: config.risk,
-      walletImplementations: mergeKnownWalletImplementations(
-        undefined,
-        config.risk.known_wallet_implementations,
-      ),
-    }),
+    risk,
     watchlists: new WatchlistsService(orm, providers, {
       defaultSchedule: config.watchlists.default_schedule,
       defaultDeepSchedule: config.watchlists.default_deep_schedule,
@@ -131,10 +155,7 @@ export async function createRuntime(role: string, config: Readonly<Config> = loa
     webhooks: new WebhooksService(
       orm,
       {
-        urlPolicy: new WebhookUrlPolicy({
-          allowCidrs: config.webhooks.allow_cidrs,
-          allowHttp: config.webhooks.allow_http,
-        }),
+        urlPolicy,
         secretOverlapS: config.webhooks.secret_overlap_s,
         eventRetentionDays: config.webhooks.event_retention_days,
         secrets: webhookSecrets,
@@ -142,6 +163,21 @@ export async function createRuntime(role: string, config: Readonly<Config> = loa
       queues,
     ),
     webhookSecrets,
+    webhookDeliverer,
+    watchlistScanner: new WatchlistScanner({
+      orm,
+      redis,
+      redisKeyPrefix: config.redis.key_prefix,
+      providers,
+      risk,
+      queues,
+      impact,
+      logger,
+      settings: config.watchlists,
+      onDeliveries: async (endpoints) => {
+        for (const id of endpoints) await webhookDeliverer.requestDrain(id);
+      },
+    }),
   };
   redis.on('error', (err: Error) => logger.warn({ err: { message: err.message } }, 'redis error'));
   bull.on('error', (err: Error) => logger.warn({ err: { message: err.message } }, 'redis (queues) error'));

@@ -5,13 +5,8 @@ import { JOB_NAMES, type JobName } from '../src/jobs/queues.js';
 import { createBullConnection, createRedis } from '../src/platform/redis.js';
 import type { Runtime } from '../src/runtime.js';
 import { WatchMetrics } from '../src/watchlists/metrics.js';
-import { WatchlistScanner } from '../src/watchlists/scan.js';
-import { WebhookDeliverer } from '../src/webhooks/delivery.js';
-import { WebhookHttpClient } from '../src/webhooks/http.js';
 import { WebhookMetrics } from '../src/webhooks/metrics.js';
 import { WebhookSecretStore } from '../src/webhooks/secret-store.js';
-import { WebhookUrlPolicy } from '../src/webhooks/ssrf.js';
-import { VERSION } from '../src/runtime.js';
 import { usageStreamKey } from '../src/usage/recorder.js';
 import { UsageDrain } from '../src/usage/drain.js';
 import { impactRefresh } from './impact-refresh.worker.js';
@@ -24,7 +19,9 @@ import { eventsPrune, webhookDrain, webhooksSweep } from './webhooks.worker.js';
 const IMPACT_FLUSH_MS = 2000;
 
 /** One handler per job name (the type says so; checkHandlers says so again at start-up). */
-function handlers(rt: Runtime, scanner: WatchlistScanner, deliverer: WebhookDeliverer): JobHandlers {
+function handlers(rt: Runtime): JobHandlers {
+  const scanner = rt.watchlistScanner;
+  const deliverer = rt.webhookDeliverer;
   return {
     'webhooks-sweep': webhooksSweep(deliverer),
     'webhook-drain': webhookDrain(deliverer),
@@ -61,38 +58,13 @@ const workerOptionsOf = (rt: Runtime, name: JobName) =>
 /** The `worker` role: one BullMQ Worker per queue, the usage drain, and a liveness heartbeat. */
 export function startWorkers(rt: Runtime): void {
   const { config, logger } = rt;
-  const policy = new WebhookUrlPolicy({
-    allowCidrs: config.webhooks.allow_cidrs,
-    allowHttp: config.webhooks.allow_http,
-  });
-  const deliverer = new WebhookDeliverer({
-    orm: rt.orm,
-    queues: rt.queues,
-    http: new WebhookHttpClient(policy),
-    logger,
-    settings: config.webhooks,
-    userAgent: `riskwatch-webhooks/${VERSION}`,
-    secrets: rt.webhookSecrets,
-  });
+  const deliverer = rt.webhookDeliverer;
+  const scanner = rt.watchlistScanner;
   // An upgrade from plaintext secrets: sealed by the first worker that starts with a key (in the background).
   void new WebhookSecretStore(rt.orm, rt.webhookSecrets).sealPlaintextAtStart(logger);
   deliverer.useMetrics(new WebhookMetrics(rt.metrics.registry, () => deliverer.backlog()));
-  const scanner = new WatchlistScanner({
-    orm: rt.orm,
-    redis: rt.redis,
-    redisKeyPrefix: config.redis.key_prefix,
-    providers: rt.providers,
-    risk: rt.risk,
-    queues: rt.queues,
-    impact: rt.impact,
-    logger,
-    settings: config.watchlists,
-    onDeliveries: async (endpoints) => {
-      for (const id of endpoints) await deliverer.requestDrain(id);
-    },
-  });
   scanner.useMetrics(new WatchMetrics(rt.metrics.registry, () => scanner.overview()));
-  const table = handlers(rt, scanner, deliverer);
+  const table = handlers(rt);
   checkHandlers(table);
   const processorOf = <N extends JobName>(name: N) => jobProcessor(name, table[name]);
 
