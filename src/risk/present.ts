@@ -2,15 +2,8 @@ import type { ImpactMetric, ImpactService } from '../impact/service.js';
 import { newId } from '../platform/ids.js';
 import type { Finding } from './findings.js';
 import type { Asset, SignatureInfo, Simulation } from './payload/types.js';
-import type {
-  Assessment,
-  FindingBody,
-  Preflight,
-  PreflightReason,
-  SignatureBody,
-  SimulationBody,
-  TokenScan,
-} from './schemas.js';
+import type { Preflight, PreflightReason, SignatureBody, SimulationBody } from './preflight-schemas.js';
+import type { Assessment, FindingBody, TokenScan } from './schemas.js';
 import type { PreflightVerdict, TargetVerdict, TokenVerdict, Verdict } from './service.js';
 
 /*

@@ -2,15 +2,8 @@ import { defineRoute } from '../http/route.js';
 import type { ImpactService } from '../impact/service.js';
 import { apiKeyOf, userOf } from '../http/state.js';
 import { countAnswered, presentAssessment, presentPreflight, presentTokenScan } from './present.js';
-import {
-  assessmentSchema,
-  preflightBody,
-  preflightSchema,
-  riskV2Body,
-  scanBody,
-  scanSchema,
-  SCORING,
-} from './schemas.js';
+import { assessmentSchema, riskV2Body, scanBody, scanSchema, SCORING } from './schemas.js';
+import { preflightBody, preflightSchema } from './preflight-schemas.js';
 import type { RiskService } from './service.js';
 
 /**

@@ -1,5 +1,6 @@
 import type { NetworkDef } from '../chains/registry.js';
 import type { Finding } from './findings.js';
+import type { RiskLevel } from './scoring.js';
 
 /** What the caller says the target is (risk-v2 `target_type`). */
 export const TARGET_TYPES = ['wallet', 'contract', 'program', 'token'] as const;
@@ -49,4 +50,26 @@ export interface AnalyzeOptions {
   network: NetworkDef;
   /** Abort when the caller's deadline passes (preflight); sub-checks that did not finish → incomplete. */
   signal?: AbortSignal;
+}
+
+/** What every verdict holds. */
+export interface VerdictBase {
+  /** The address as the chain knows it (EIP-55 on EVM). */
+  target: string;
+  network: NetworkDef;
+  /** What the chain says the target is (`facts.kind` is null when its account could not be read). */
+  targetKind: TargetKind;
+  riskScore: number;
+  riskLevel: RiskLevel;
+  /** False when a check did not finish (each such check is a `check_incomplete` finding). */
+  complete: boolean;
+  /** The findings with this account's lists and the request's context applied, by severity then code. */
+  findings: Finding[];
+  /** Observed values, snake_case keys; `null` means unknown (never false). */
+  facts: Record<string, unknown>;
+  dataAsOf: { slot?: number; block?: number };
+  evaluatedAt: Date;
+  /** The chain analysis came from the cache (TTL by level). */
+  cached: boolean;
+  engineVersion: string;
 }

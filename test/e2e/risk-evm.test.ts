@@ -17,7 +17,8 @@ import { privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Severity } from '../../src/risk/findings.js';
 import { INTENTS, type Intent } from '../../src/risk/policy.js';
-import type { Assessment, FindingBody, Preflight } from '../../src/risk/schemas.js';
+import type { Preflight } from '../../src/risk/preflight-schemas.js';
+import type { Assessment, FindingBody } from '../../src/risk/schemas.js';
 import {
   bearer,
   expectJson,

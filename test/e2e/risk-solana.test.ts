@@ -3,7 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { CATALOG } from '../../src/risk/findings.js';
-import type { Assessment, FindingBody, Preflight, TokenScan } from '../../src/risk/schemas.js';
+import type { Preflight } from '../../src/risk/preflight-schemas.js';
+import type { Assessment, FindingBody, TokenScan } from '../../src/risk/schemas.js';
 import {
   bearer,
   expectJson,

@@ -12,7 +12,7 @@ import {
 import { privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PERMIT2 } from '../../src/risk/known/spenders.js';
-import type { Preflight } from '../../src/risk/schemas.js';
+import type { Preflight } from '../../src/risk/preflight-schemas.js';
 import {
   expectJson,
   expectProblem,

@@ -15,7 +15,7 @@ import {
   getTransferInstruction,
 } from '@solana-program/token';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Preflight } from '../../src/risk/schemas.js';
+import type { Preflight } from '../../src/risk/preflight-schemas.js';
 import {
   expectJson,
   expectProblem,

@@ -1,8 +1,16 @@
+import { address, createNoopSigner, getBase58Decoder, type ReadonlyUint8Array } from '@solana/kit';
+import { getAssignInstruction } from '@solana-program/system';
+import { AuthorityType, getSetAuthorityInstruction } from '@solana-program/token';
 import { getAddress, keccak256, maxUint256, toHex } from 'viem';
 import { describe, expect, it } from 'vitest';
 import { AppError } from '../../src/platform/errors.js';
 import { inspectMessage } from '../../src/risk/payload/message.js';
 import { parsePayload } from '../../src/risk/payload/request.js';
+import {
+  innerInstructionsOf,
+  instructionEffects,
+  parsedEffect,
+} from '../../src/risk/payload/solana-instructions.js';
 import { inspectTypedData } from '../../src/risk/payload/typed-data.js';
 import type { TypedDataInput } from '../../src/risk/payload/types.js';
 import { permit2TypedData } from '../support/evm/typed-data.js';
@@ -265,5 +273,65 @@ describe('request checks', () => {
       data: '0x6869',
     });
     invalid(() => parsePayload({ message: { method: 'eth_sign', data: 'hi' } }, 'evm'));
+  });
+});
+
+describe('Solana inner instructions, in each form a node renders them', () => {
+  const FROM_SOL = address('3E8LW5fTg7wAb34Wj9bJTcfFWYtzZFsVPhhDfEYRAvZi');
+  const STRANGER = address('EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v');
+  const ACCOUNT = address('Es9vMFrzaCERmJfrF4H2FYD4KCoNkY11McCe8BenwNYB');
+  const base58 = (bytes: ReadonlyUint8Array) => getBase58Decoder().decode(bytes);
+
+  it('compiled, partially decoded and parsed CPIs: Assign, SetAuthority and a close to another key all show', () => {
+    const assign = getAssignInstruction({ account: createNoopSigner(FROM_SOL), programAddress: STRANGER });
+    const handOver = getSetAuthorityInstruction({
+      owned: ACCOUNT,
+      owner: createNoopSigner(FROM_SOL),
+      authorityType: AuthorityType.AccountOwner,
+      newAuthority: STRANGER,
+    });
+    const keys = [FROM_SOL, '11111111111111111111111111111111'];
+    const { resolved, parsed } = innerInstructionsOf(
+      [
+        {
+          index: 0,
+          instructions: [
+            // compiled: program and accounts by index into the transaction's keys
+            { programIdIndex: 1, accounts: [0], data: base58(assign.data), stackHeight: 2 },
+            // partially decoded: a program the node does not parse, addresses spelled out
+            {
+              programId: handOver.programAddress,
+              accounts: handOver.accounts.map((a) => a.address),
+              data: base58(handOver.data),
+              stackHeight: 2,
+            },
+            // parsed: the node decoded it itself
+            {
+              program: 'spl-token',
+              programId: handOver.programAddress,
+              parsed: {
+                type: 'closeAccount',
+                info: { account: ACCOUNT, destination: STRANGER, owner: FROM_SOL },
+              },
+              stackHeight: 2,
+            },
+            'not an instruction',
+          ],
+        },
+      ],
+      keys,
+    );
+    const effects = instructionEffects(resolved, FROM_SOL, new Map());
+    for (const p of parsed) parsedEffect(p, FROM_SOL, effects);
+    expect(effects.authorities).toEqual([
+      {
+        account: FROM_SOL,
+        authorityType: 'program_owner',
+        from: '11111111111111111111111111111111',
+        to: STRANGER,
+      },
+      { account: ACCOUNT, authorityType: 'account_owner', from: FROM_SOL, to: STRANGER },
+    ]);
+    expect(effects.closes).toEqual([{ account: ACCOUNT, destination: STRANGER, owner: FROM_SOL }]);
   });
 });

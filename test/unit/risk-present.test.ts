@@ -9,7 +9,8 @@ import {
   presentPreflight,
   presentTokenScan,
 } from '../../src/risk/present.js';
-import { assessmentSchema, preflightSchema, scanSchema } from '../../src/risk/schemas.js';
+import { preflightSchema } from '../../src/risk/preflight-schemas.js';
+import { assessmentSchema, scanSchema } from '../../src/risk/schemas.js';
 import type { PreflightVerdict, TargetVerdict, TokenVerdict } from '../../src/risk/service.js';
 
 const SOLANA = BUILT_IN_NETWORKS.find((n) => n.chain === 'solana' && n.network === 'mainnet')!;

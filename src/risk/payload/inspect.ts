@@ -202,7 +202,7 @@ export async function inspectPayload(payload: Payload, ctx: PayloadContext): Pro
 
   const readMethod = ctx.network.family === 'evm' ? 'eth_getCode' : 'getMultipleAccounts';
   const ordered = counterparties
-    .filter((c) => ctx.target === null || c.address.toLowerCase() !== ctx.target.toLowerCase())
+    .filter((c) => ctx.target === null || !sameAddress(ctx.network, c.address, ctx.target))
     .sort((a, b) => ROLE_ORDER.indexOf(a.role) - ROLE_ORDER.indexOf(b.role));
   const judged = ordered.slice(0, MAX_COUNTERPARTIES);
   if (ordered.length > judged.length)
@@ -268,6 +268,10 @@ export async function inspectPayload(payload: Payload, ctx: PayloadContext): Pro
     declaredChainId,
   };
 }
+
+/** EVM addresses compare whatever their case; Solana's base58 is case-sensitive. */
+const sameAddress = (network: NetworkDef, a: string, b: string) =>
+  network.family === 'evm' ? a.toLowerCase() === b.toLowerCase() : a === b;
 
 /** inspectTypedData, with anything its checks missed in a message that hashed reported as a 400, not a 500. */
 function typedDataInspection(typed: TypedDataInput, from: Address): TypedDataInspection {
