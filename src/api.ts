@@ -1,5 +1,6 @@
 import type { Server } from 'node:http';
 import { accountRoutes } from './accounts/routes.js';
+import { eventRoutes } from './events/routes.js';
 import { healthRoutes } from './health/routes.js';
 import { HealthService } from './health/service.js';
 import { createApp } from './http/app.js';
@@ -40,8 +41,9 @@ export async function startApi(rt: Runtime, { sharedPort = false } = {}): Promis
     ...usageRoutes(rt.usage),
     ...riskRoutes(rt.risk, rt.impact),
     ...listRoutes(rt.lists),
-    ...watchlistRoutes(rt.watchlists, rt.rescans),
-    ...webhookRoutes(rt.webhooks),
+    ...watchlistRoutes(rt.watchlists),
+    ...webhookRoutes(rt.webhooks.endpoints, rt.webhooks.deliveries),
+    ...eventRoutes(rt.events),
     ...accountRoutes(rt.accounts),
   ];
   const jwt = new JwtVerifier(config.auth.jwt, logger);

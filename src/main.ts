@@ -6,12 +6,12 @@ import { registerAccountCommands } from './accounts/cli.js';
 import { startApi } from './api.js';
 import { apiProcessCount, childOfSupervisor, reportReady, superviseCluster, type Role } from './cluster.js';
 import { loadConfig, type Config } from './config.js';
+import { connectDatabase } from './database.js';
 import { applyMigrations, createMigration } from './db/migrate.js';
 import { registerListCommands } from './lists/cli.js';
 import { ConfigError } from './platform/config.js';
 import { AppError } from './platform/errors.js';
 import { createLogger } from './platform/logger.js';
-import { connectOrm } from './db/orm.js';
 import { createRuntime, registerConnectionShutdown, VERSION } from './runtime.js';
 import { registerWatchlistCommands } from './watchlists/cli.js';
 import { registerSecretsCommands } from './webhooks/cli.js';
@@ -69,7 +69,7 @@ program
   .description('apply pending database migrations, then exit')
   .option('--create', 'developers: write a migration for entity changes into src/db/migrations')
   .action(async (opts: { create?: boolean }) => {
-    const orm = await connectOrm(config().database.url, 2);
+    const orm = await connectDatabase(config().database.url, 2);
     try {
       if (opts.create) print((await createMigration(orm)) ?? 'no changes');
       else {
@@ -81,10 +81,10 @@ program
     }
   });
 
-registerAccountCommands(program, config, print);
-registerListCommands(program, config, print);
-registerWatchlistCommands(program, config, print);
-registerSecretsCommands(program, config, print);
+registerAccountCommands(program, config, print, connectDatabase);
+registerListCommands(program, config, print, connectDatabase);
+registerWatchlistCommands(program, config, print, connectDatabase);
+registerSecretsCommands(program, config, print, connectDatabase);
 
 try {
   await program.parseAsync(process.argv);

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import type { Redis } from 'ioredis';
 import { AccountsService } from './accounts/service.js';
 import { ChainProviders } from './chains/providers.js';
+import { EventLog } from './events/log.js';
 import { chainNames } from './chains/registry.js';
 import { loadConfig, type Config } from './config.js';
 import { JobQueues } from './jobs/queues.js';
@@ -11,20 +12,25 @@ import { ListsCache, listsChannel } from './lists/cache.js';
 import { ListsService } from './lists/service.js';
 import { createLogger, type Logger } from './platform/logger.js';
 import { Metrics } from './platform/metrics.js';
-import { connectOrm, type Orm } from './db/orm.js';
+import { connectDatabase } from './database.js';
+import type { Orm } from './db/orm.js';
 import { PROJECT_ROOT } from './platform/paths.js';
 import { createBullConnection, createRedis } from './platform/redis.js';
 import { Shutdown } from './platform/shutdown.js';
 import { mergeKnownWalletImplementations } from './risk/known/evm.js';
 import { RiskService } from './risk/service.js';
 import { UsageService } from './usage/service.js';
-import { countWatchedTargets, WatchlistScanner } from './watchlists/scan.js';
+import { WatchlistEntriesService } from './watchlists/entries.js';
+import { WatchlistHistoryService } from './watchlists/history.js';
+import { WatchlistsService } from './watchlists/lists.js';
 import { RescansService } from './watchlists/rescans.js';
-import { WatchlistsService } from './watchlists/service.js';
+import { countWatchedTargets, WatchlistScanner } from './watchlists/scan.js';
+import { WebhookDeliveriesService } from './webhooks/deliveries.js';
 import { WebhookDeliverer } from './webhooks/delivery.js';
+import { WebhookEndpointsService } from './webhooks/endpoints.js';
+import { WebhookFanOut } from './webhooks/fan-out.js';
 import { WebhookHttpClient } from './webhooks/http.js';
 import { SecretBox } from './webhooks/secrets.js';
-import { WebhooksService } from './webhooks/service.js';
 import { WebhookUrlPolicy } from './webhooks/ssrf.js';
 
 export const VERSION = (
@@ -54,25 +60,32 @@ export interface Runtime {
   /** The lists as the risk engine reads them (memory, dropped on every change; `start()` in the API). */
   listsCache: ListsCache;
   risk: RiskService;
-  watchlists: WatchlistsService;
-  /** Full re-analyses of a list asked for through the API (the workers do them). */
-  rescans: RescansService;
-  /** Webhook endpoints, their delivery log and the event log (the HTTP API's side; sending is the workers'). */
-  webhooks: WebhooksService;
+  /**
+   * The event log (GET /api/v1/events) and its outbox: features append events in their own transactions;
+   * webhooks subscribes here, at composition, and fans each event out to its endpoints.
+   */
+  events: EventLog;
+  /** Watchlists as the HTTP API serves them: lists, entries, snapshots and alerts, rescans asked for. */
+  watchlists: {
+    lists: WatchlistsService;
+    entries: WatchlistEntriesService;
+    history: WatchlistHistoryService;
+    /** Full re-analyses of a list asked for through the API (the workers do them). */
+    rescans: RescansService;
+  };
+  /** Runs the watchlist scans (the workers' side of watchlists); alerts reach the event log. */
+  watchlistScanner: WatchlistScanner;
+  /** Webhooks as the HTTP API serves them: endpoints, and their delivery log. */
+  webhooks: { endpoints: WebhookEndpointsService; deliveries: WebhookDeliveriesService };
   /** Seals and opens the webhook signing secrets (`webhooks.secrets_key`). */
   webhookSecrets: SecretBox;
   /** Sends webhook deliveries (the workers' side of webhooks; metrics attached by the worker role). */
   webhookDeliverer: WebhookDeliverer;
-  /**
-   * Runs the watchlist scans (the workers' side of watchlists). The deliveries a scan creates reach the
-   * webhook queue through the deliverer, wired here.
-   */
-  watchlistScanner: WatchlistScanner;
 }
 
 export async function createRuntime(role: string, config: Readonly<Config> = loadConfig()): Promise<Runtime> {
   const logger = createLogger(config.log.level, { role });
-  const orm = await connectOrm(config.database.url, config.database.pool_max);
+  const orm = await connectDatabase(config.database.url, config.database.pool_max);
   const redis = createRedis(config.redis.url, { enableAutoPipelining: true });
   const bull = createBullConnection(config.redis.url);
   const queues = new JobQueues(bull, config.redis.key_prefix);
@@ -93,6 +106,10 @@ export async function createRuntime(role: string, config: Readonly<Config> = loa
     { maxEntriesPerAccount: config.lists.max_entries_per_account },
   );
   const webhookSecrets = SecretBox.fromSettings(config.webhooks);
+  // Webhooks subscribes to the event log: a delivery per matching endpoint, in the event's transaction.
+  const events = new EventLog(orm, config.webhooks.event_retention_days);
+  const fanOut = new WebhookFanOut(queues, config.webhooks);
+  events.subscribe(fanOut);
   // One URL policy for the endpoints the API accepts and the addresses the deliverer connects to.
   const urlPolicy = new WebhookUrlPolicy({
     allowCidrs: config.webhooks.allow_cidrs,
@@ -106,11 +123,17 @@ export async function createRuntime(role: string, config: Readonly<Config> = loa
     settings: config.webhooks,
     userAgent: `riskwatch-webhooks/${VERSION}`,
     secrets: webhookSecrets,
+    events,
   });
   const listsCache: ListsCache = new ListsCache(lists, {
     redis,
     channel: listsChannel(config.redis.key_prefix),
     logger,
+  });
+  const watchlistLists = new WatchlistsService(orm, {
+    defaultSchedule: config.watchlists.default_schedule,
+    defaultDeepSchedule: config.watchlists.default_deep_schedule,
+    maxWatchlistsPerAccount: config.watchlists.max_per_account,
   });
   const risk = new RiskService({
     providers,
@@ -145,25 +168,15 @@ export async function createRuntime(role: string, config: Readonly<Config> = loa
     lists,
     listsCache,
     risk,
-    watchlists: new WatchlistsService(orm, providers, {
-      defaultSchedule: config.watchlists.default_schedule,
-      defaultDeepSchedule: config.watchlists.default_deep_schedule,
-      maxEntriesPerAccount: config.watchlists.max_entries_per_account,
-      maxWatchlistsPerAccount: config.watchlists.max_per_account,
-    }),
-    rescans: new RescansService(orm, queues, config.watchlists.rescan_min_interval_s),
-    webhooks: new WebhooksService(
-      orm,
-      {
-        urlPolicy,
-        secretOverlapS: config.webhooks.secret_overlap_s,
-        eventRetentionDays: config.webhooks.event_retention_days,
-        secrets: webhookSecrets,
-      },
-      queues,
-    ),
-    webhookSecrets,
-    webhookDeliverer,
+    events,
+    watchlists: {
+      lists: watchlistLists,
+      entries: new WatchlistEntriesService(orm, providers, {
+        maxEntriesPerAccount: config.watchlists.max_entries_per_account,
+      }),
+      history: new WatchlistHistoryService(orm, providers.networks),
+      rescans: new RescansService(orm, queues, config.watchlists.rescan_min_interval_s),
+    },
     watchlistScanner: new WatchlistScanner({
       orm,
       redis,
@@ -174,10 +187,22 @@ export async function createRuntime(role: string, config: Readonly<Config> = loa
       impact,
       logger,
       settings: config.watchlists,
-      onDeliveries: async (endpoints) => {
-        for (const id of endpoints) await webhookDeliverer.requestDrain(id);
-      },
+      events,
     }),
+    webhooks: {
+      endpoints: new WebhookEndpointsService(orm, {
+        urlPolicy,
+        secretOverlapS: config.webhooks.secret_overlap_s,
+        secrets: webhookSecrets,
+        events,
+        drains: fanOut,
+        // webhooks reads no watchlist table: the watchlists feature says which lists exist
+        watchlistsOf: (accountId, ids) => watchlistLists.existing(accountId, ids),
+      }),
+      deliveries: new WebhookDeliveriesService(orm, fanOut),
+    },
+    webhookSecrets,
+    webhookDeliverer,
   };
   redis.on('error', (err: Error) => logger.warn({ err: { message: err.message } }, 'redis error'));
   bull.on('error', (err: Error) => logger.warn({ err: { message: err.message } }, 'redis (queues) error'));

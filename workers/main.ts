@@ -25,7 +25,7 @@ function handlers(rt: Runtime): JobHandlers {
   return {
     'webhooks-sweep': webhooksSweep(deliverer),
     'webhook-drain': webhookDrain(deliverer),
-    'events-prune': eventsPrune(deliverer),
+    'events-prune': eventsPrune(rt.events),
     'impact-refresh': impactRefresh(rt),
     'usage-prune': usagePrune(rt),
     'watchlists-due': watchlistsDue(scanner),

@@ -1,4 +1,5 @@
 import { DelayedError } from 'bullmq';
+import type { EventLog } from '../src/events/log.js';
 import type { WebhookDeliverer } from '../src/webhooks/delivery.js';
 import type { JobHandler } from './job-handler.js';
 
@@ -21,7 +22,8 @@ export const webhookDrain =
     throw new DelayedError();
   };
 
+/** The event log's retention: events with the webhooks' deliveries and attempts of them (src/events/log.ts). */
 export const eventsPrune =
-  (deliverer: WebhookDeliverer): JobHandler<'events-prune'> =>
+  (events: EventLog): JobHandler<'events-prune'> =>
   () =>
-    deliverer.prune();
+    events.prune();

@@ -1,5 +1,5 @@
 import { InvalidArgumentError, type Command } from 'commander';
-import { connectOrm } from '../db/orm.js';
+import type { Connect } from '../db/orm.js';
 import { demoJwt, readExamples, renderExamples, standardExamples } from './bootstrap.js';
 import { presentAccount, presentApiKey, presentCreatedKey, presentEntitlement } from './present.js';
 import { AccountsService, type ApiKeyInfo } from './service.js';
@@ -24,10 +24,11 @@ export function registerAccountCommands(
   program: Command,
   config: () => Readonly<Config>,
   print: Print,
+  connect: Connect,
 ): void {
   const withService = async <T>(fn: (svc: AccountsService) => Promise<T>): Promise<T> => {
     const cfg = config();
-    const orm = await connectOrm(cfg.database.url, 2);
+    const orm = await connect(cfg.database.url, 2);
     try {
       return await fn(
         new AccountsService(orm, {

@@ -1,12 +1,13 @@
 import type { Redis } from 'ioredis';
 import type { Registry } from 'prom-client';
-import { AppError } from '../platform/errors.js';
+import type { AppError } from '../platform/errors.js';
 import { GuardedHttpClient, type ByteBudget } from '../platform/http-client.js';
 import type { Logger } from '../platform/logger.js';
-import { Endpoint, rateGate, type ProviderTuning } from './jsonrpc-endpoint.js';
-import { canonicalJson, RpcError, sendJsonRpc, type Exchange, type Failure } from './jsonrpc-wire.js';
-import { sleep, type CircuitState } from './limits.js';
-import { RpcMetrics, type CallOutcome } from './rpc-metrics.js';
+import type { ProviderTuning } from './jsonrpc-endpoint.js';
+import { Failover, providerUnavailable, type PendingCall } from './jsonrpc-failover.js';
+import { canonicalJson, type Exchange } from './jsonrpc-wire.js';
+import type { CircuitState } from './limits.js';
+import { RpcMetrics } from './rpc-metrics.js';
 
 export { RpcError } from './jsonrpc-wire.js';
 export type { ProviderTuning } from './jsonrpc-endpoint.js';
@@ -46,18 +47,6 @@ export interface ProviderStatus {
   circuit: CircuitState;
 }
 
-interface PendingCall {
-  id: number;
-  method: string;
-  params: unknown;
-  group?: string;
-  deadlineAt: number;
-  settled: boolean;
-  lastFailure?: Failure;
-  resolve(value: unknown): void;
-  reject(err: Error): void;
-}
-
 /**
  * JSON-RPC 2.0 over HTTP (Node's fetch: undici, keep-alive) to the provider URLs of one network.
  *
@@ -76,10 +65,8 @@ interface PendingCall {
  */
 export class JsonRpcClient {
   readonly network: string;
-  private readonly endpoints: Endpoint[];
+  private readonly failover: Failover;
   private readonly tuning: ProviderTuning;
-  private readonly known: ReadonlySet<string>;
-  private readonly metrics?: RpcMetrics;
   private readonly logger?: Logger;
   private readonly inflight = new Map<string, Promise<unknown>>();
   private readonly http: GuardedHttpClient;
@@ -91,26 +78,13 @@ export class JsonRpcClient {
     if (options.urls.length === 0) throw new Error(`${options.network}: no RPC URL`);
     this.network = options.network;
     this.tuning = options;
-    this.known = new Set(options.knownMethods ?? []);
-    this.metrics = options.metrics ? RpcMetrics.for(options.metrics) : undefined;
     this.logger = options.logger?.child({ network: options.network });
     this.http = new GuardedHttpClient(options.responseBudget);
-    this.endpoints = options.urls.map((url, index) => {
-      const name = `${options.network}#${index}`;
-      this.metrics?.circuitOpen.set({ provider: name }, 0);
-      return new Endpoint(
-        name,
-        url,
-        rateGate(options, url),
-        options.concurrency,
-        {
-          failures: options.circuitFailures,
-          // Set on their own, a first cool-down above the longest one means a fixed cool-down.
-          cooldownMinMs: Math.min(options.circuitCooldownMinMs, options.circuitCooldownMs),
-          cooldownMaxMs: options.circuitCooldownMs,
-        },
-        (state) => this.onCircuit(name, state),
-      );
+    this.failover = new Failover(options, {
+      http: this.http,
+      known: new Set(options.knownMethods ?? []),
+      metrics: options.metrics ? RpcMetrics.for(options.metrics) : undefined,
+      logger: this.logger,
     });
   }
 
@@ -121,11 +95,11 @@ export class JsonRpcClient {
 
   /** Provider names in failover order (`solana/mainnet#0`, …). */
   get providers(): string[] {
-    return this.endpoints.map((e) => e.name);
+    return this.failover.endpoints.map((e) => e.name);
   }
 
   status(): ProviderStatus[] {
-    return this.endpoints.map((e) => ({ provider: e.name, circuit: e.circuit.state }));
+    return this.failover.endpoints.map((e) => ({ provider: e.name, circuit: e.circuit.state }));
   }
 
   /**
@@ -163,7 +137,7 @@ export class JsonRpcClient {
     params: unknown = [],
     timeoutMs = this.tuning.timeoutMs,
   ): Promise<{ ok: true; result: T; latencyMs: number } | { ok: false; error: string; latencyMs: number }> {
-    const endpoint = this.endpoints.find((e) => e.name === provider);
+    const endpoint = this.failover.endpoints.find((e) => e.name === provider);
     if (!endpoint) throw new Error(`unknown provider ${provider}`);
     const started = performance.now();
     const latencyMs = () => Math.round(performance.now() - started);
@@ -177,11 +151,11 @@ export class JsonRpcClient {
       resolve: () => undefined,
       reject: () => undefined,
     };
-    if (!(await this.admit(endpoint, 1, deadlineAt)))
+    if (!(await this.failover.admit(endpoint, 1, deadlineAt)))
       return { ok: false, error: 'no rate or concurrency slot in time', latencyMs: latencyMs() };
     let exchange: Exchange;
     try {
-      exchange = await this.exchange(endpoint, [call], deadlineAt);
+      exchange = await this.failover.exchange(endpoint, [call], deadlineAt);
     } finally {
       endpoint.slots.release();
     }
@@ -244,7 +218,7 @@ export class JsonRpcClient {
       };
       const onAbort = () => {
         done();
-        reject(this.unavailable(`the ${method} call was abandoned by its caller`));
+        reject(providerUnavailable(this.network, `the ${method} call was abandoned by its caller`));
       };
       const timer = setTimeout(
         () => {
@@ -283,208 +257,19 @@ export class JsonRpcClient {
     for (const group of groups.values())
       for (let i = 0; i < group.length; i += size) batches.push(group.slice(i, i + size));
     for (const batch of batches) {
-      this.run(batch).catch((err: unknown) => {
+      this.failover.run(batch).catch((err: unknown) => {
         this.logger?.error({ err: { message: (err as Error).message } }, 'rpc batch runner failed');
-        for (const call of batch) call.reject(this.unavailable('internal error in the RPC client'));
+        for (const call of batch)
+          call.reject(providerUnavailable(this.network, 'internal error in the RPC client'));
       });
-    }
-  }
-
-  /** Attempts of one batch until every call is answered, failed, or past its deadline. */
-  private async run(calls: PendingCall[]): Promise<void> {
-    const tried = new Set<Endpoint>();
-    let attempts = 0;
-    let last: Failure | undefined;
-    for (;;) {
-      let pending = calls.filter((c) => !c.settled);
-      if (pending.length === 0) return;
-      const deadlineAt = Math.max(...pending.map((c) => c.deadlineAt));
-
-      if (attempts > 0 && !last?.retryAfterMs && !this.hasUntried(tried)) {
-        const cap = Math.min(this.tuning.backoffMaxMs, this.tuning.backoffBaseMs * 2 ** (attempts - 1));
-        const delay = Math.random() * cap;
-        if (Date.now() + delay >= deadlineAt) return this.fail(pending, last);
-        await sleep(delay);
-      }
-
-      const pick = this.pick(tried);
-      if (!pick.endpoint) {
-        if (pick.retryAt === undefined || pick.retryAt >= deadlineAt)
-          return this.fail(pending, last, pick.why);
-        await sleep(pick.retryAt - Date.now());
-        continue;
-      }
-      const endpoint = pick.endpoint;
-      if (!(await this.admit(endpoint, pending.length, deadlineAt))) {
-        endpoint.circuit.release();
-        return this.fail(
-          calls.filter((c) => !c.settled),
-          last ?? {
-            outcome: 'timeout',
-            reason: 'no rate-limit or concurrency slot before the deadline',
-            countsForCircuit: false,
-          },
-        );
-      }
-      let exchange: Exchange;
-      try {
-        pending = calls.filter((c) => !c.settled);
-        if (pending.length === 0) {
-          endpoint.circuit.release();
-          return;
-        }
-        exchange = await this.exchange(endpoint, pending, deadlineAt);
-      } finally {
-        endpoint.slots.release();
-      }
-      attempts++;
-
-      if (exchange.ok) {
-        const missing: PendingCall[] = [];
-        for (const call of pending) {
-          const response = exchange.responses.get(call.id);
-          if (!response) missing.push(call);
-          else if (response.error) {
-            const { code, message, data } = response.error;
-            call.reject(new RpcError(call.method, code, message, data, endpoint.name));
-          } else call.resolve(response.result);
-        }
-        if (missing.length === 0) {
-          endpoint.circuit.success();
-          return;
-        }
-        last = {
-          outcome: 'bad_response',
-          reason: 'the batch answer lacked some calls',
-          countsForCircuit: true,
-        };
-      } else {
-        last = exchange.failure;
-      }
-
-      tried.add(endpoint);
-      if (last.countsForCircuit) endpoint.circuit.failure(Date.now());
-      else endpoint.circuit.release();
-      if (last.retryAfterMs) endpoint.blockedUntil = Date.now() + last.retryAfterMs;
-      for (const call of pending) call.lastFailure = last;
-      this.logger?.[last.final ? 'warn' : 'debug'](
-        {
-          provider: endpoint.name,
-          outcome: last.outcome,
-          reason: last.reason,
-          calls: pending.length,
-          attempts,
-        },
-        'rpc attempt failed',
-      );
-      if (attempts > this.tuning.retries || (last.final && !this.hasUntried(tried)))
-        return this.fail(pending, last);
-    }
-  }
-
-  private hasUntried(tried: Set<Endpoint>): boolean {
-    const now = Date.now();
-    return this.endpoints.some(
-      (e) => !tried.has(e) && e.blockedUntil <= now && e.circuit.nextPassAt(now) <= now,
-    );
-  }
-
-  /** The first usable URL, untried ones first; else when one will be usable. */
-  private pick(tried: Set<Endpoint>): { endpoint?: Endpoint; retryAt?: number; why?: string } {
-    const now = Date.now();
-    const ready = (e: Endpoint) => e.blockedUntil <= now && e.circuit.nextPassAt(now) <= now;
-    for (const untriedOnly of [true, false]) {
-      for (const e of this.endpoints) {
-        if (untriedOnly && tried.has(e)) continue;
-        if (ready(e) && e.circuit.tryPass(now)) return { endpoint: e };
-      }
-    }
-    // An open circuit fails fast; only a provider's own Retry-After is worth waiting for.
-    const waitable = this.endpoints.filter((e) => e.circuit.nextPassAt(now) <= now);
-    const retryAt = Math.min(...waitable.map((e) => e.blockedUntil));
-    return {
-      retryAt: Number.isFinite(retryAt) ? retryAt : undefined,
-      why:
-        waitable.length === 0
-          ? 'circuit open on every provider URL'
-          : 'every provider URL asked to wait (Retry-After)',
-    };
-  }
-
-  private async admit(endpoint: Endpoint, calls: number, deadlineAt: number): Promise<boolean> {
-    if (!(await endpoint.slots.acquire(deadlineAt))) return false;
-    let admitted: boolean;
-    try {
-      admitted = await endpoint.rate.take(calls, deadlineAt);
-    } catch (err) {
-      this.logger?.warn(
-        { err: { message: (err as Error).message } },
-        'rpc rate limiter failed; call let through',
-      );
-      admitted = true;
-    }
-    if (!admitted) endpoint.slots.release();
-    return admitted;
-  }
-
-  /** One HTTP request carrying `calls`; classifies the outcome and records metrics per call. */
-  private async exchange(endpoint: Endpoint, calls: PendingCall[], deadlineAt: number): Promise<Exchange> {
-    const timeoutMs = Math.max(1, Math.min(this.tuning.timeoutMs, deadlineAt - Date.now()));
-    const messages = calls.map((c) => ({ jsonrpc: '2.0', id: c.id, method: c.method, params: c.params }));
-    const started = performance.now();
-    const result = await sendJsonRpc(this.http, endpoint.url, calls.length === 1 ? messages[0] : messages, {
-      timeoutMs,
-      maxResponseBytes: this.tuning.maxResponseBytes,
-      retryAfterMaxMs: this.tuning.retryAfterMaxMs,
-    });
-    const seconds = (performance.now() - started) / 1000;
-    if (this.metrics) {
-      for (const call of calls) {
-        const method = this.known.has(call.method) ? call.method : 'other';
-        const response = result.ok ? result.responses.get(call.id) : undefined;
-        const outcome: CallOutcome = !result.ok
-          ? result.failure.outcome
-          : !response
-            ? 'bad_response'
-            : response.error
-              ? 'rpc_error'
-              : 'ok';
-        this.metrics.calls.inc({ provider: endpoint.name, method, outcome });
-        this.metrics.duration.observe({ provider: endpoint.name, method }, seconds);
-      }
-    }
-    return result;
-  }
-
-  private fail(calls: PendingCall[], last?: Failure, why?: string): void {
-    const reason = last?.reason ?? why ?? 'no provider URL available';
-    for (const call of calls) {
-      call.reject(
-        this.unavailable(
-          `${call.method} failed: ${why && last ? `${why}; last failure: ` : ''}${reason}`,
-          last,
-        ),
-      );
     }
   }
 
   private deadlineError(method: string, deadlineMs: number, call?: PendingCall): AppError {
     const last = call?.lastFailure ? ` (last failure: ${call.lastFailure.reason})` : '';
-    return this.unavailable(`${method} got no answer within its ${deadlineMs} ms deadline${last}`);
-  }
-
-  private unavailable(detail: string, last?: Failure): AppError {
-    const retryAfterS = last?.retryAfterMs ? Math.ceil(last.retryAfterMs / 1000) : undefined;
-    return new AppError(
-      'provider_unavailable',
-      `The ${this.network} node provider is unavailable: ${detail}.`,
-      retryAfterS ? { retryAfterS } : {},
+    return providerUnavailable(
+      this.network,
+      `${method} got no answer within its ${deadlineMs} ms deadline${last}`,
     );
-  }
-
-  private onCircuit(provider: string, state: CircuitState): void {
-    this.metrics?.circuitOpen.set({ provider }, state === 'closed' ? 0 : 1);
-    if (state === 'open') this.logger?.warn({ provider }, 'rpc provider circuit opened');
-    else if (state === 'closed') this.logger?.info({ provider }, 'rpc provider circuit closed');
   }
 }

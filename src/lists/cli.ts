@@ -3,7 +3,7 @@ import { access, constants } from 'node:fs/promises';
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import { networksFromConfig } from '../chains/providers.js';
 import { AppError } from '../platform/errors.js';
-import { connectOrm } from '../db/orm.js';
+import type { Connect } from '../db/orm.js';
 import {
   parseIsoDay,
   parseSanctionsFile,
@@ -34,10 +34,15 @@ const asSource = (value: string) => {
 };
 
 /** Operator commands for sanctions data: `lists import`, `lists sources`. */
-export function registerListCommands(program: Command, config: () => Readonly<Config>, print: Print): void {
+export function registerListCommands(
+  program: Command,
+  config: () => Readonly<Config>,
+  print: Print,
+  connect: Connect,
+): void {
   const withService = async <T>(fn: (svc: ListsService) => Promise<T>): Promise<T> => {
     const cfg = config();
-    const orm = await connectOrm(cfg.database.url, 2);
+    const orm = await connect(cfg.database.url, 2);
     // Offline queue on: the import publishes its change right after a connection that may still be opening.
     const redis = createRedis(cfg.redis.url, { enableOfflineQueue: true });
     redis.on('error', () => undefined); // a failed publish is logged by publishListChange

@@ -7,11 +7,12 @@ import { AccountsService } from '../accounts/service.js';
 import { networksFromConfig } from '../chains/providers.js';
 import { clip, resolveNetwork } from '../chains/registry.js';
 import type { ChainsConfig } from '../chains/settings.js';
-import { connectOrm } from '../db/orm.js';
+import type { Connect } from '../db/orm.js';
 import { AppError } from '../platform/errors.js';
 import type { DatabaseSettings } from '../platform/settings.js';
 import { newEntrySchema, type ImportSummaryBody, type NewEntry } from './schemas.js';
-import { WatchlistsService, type NetworkResolver } from './service.js';
+import { WatchlistEntriesService, type NetworkResolver } from './entries.js';
+import { WatchlistsService } from './lists.js';
 import type { WatchlistsSettings } from './settings.js';
 
 type Print = (line: string) => void;
@@ -90,6 +91,7 @@ export function registerWatchlistCommands(
   program: Command,
   config: () => Readonly<WatchlistsCommandsConfig>,
   print: Print,
+  connect: Connect,
 ): void {
   const watchlists = program
     .command('watchlists')
@@ -110,20 +112,22 @@ export function registerWatchlistCommands(
         throw new AppError('invalid_request', `Cannot read ${file}.`);
       }
       const cfg = config();
-      const orm = await connectOrm(cfg.database.url, 2);
+      const orm = await connect(cfg.database.url, 2);
       try {
         const accounts = new AccountsService(orm, {
           keyCacheMs: 0,
           defaultRateLimitPerMin: cfg.rate_limit.default_per_min,
         });
         const account = await accounts.getAccount(accountRef);
-        const service = new WatchlistsService(orm, networkResolver(cfg.chains), {
+        const lists = new WatchlistsService(orm, {
           defaultSchedule: cfg.watchlists.default_schedule,
           defaultDeepSchedule: cfg.watchlists.default_deep_schedule,
-          maxEntriesPerAccount: cfg.watchlists.max_entries_per_account,
           maxWatchlistsPerAccount: cfg.watchlists.max_per_account,
         });
-        await service.getWatchlist(account.id, watchlistId); // not_found before reading a line
+        const service = new WatchlistEntriesService(orm, networkResolver(cfg.chains), {
+          maxEntriesPerAccount: cfg.watchlists.max_entries_per_account,
+        });
+        await lists.getWatchlist(account.id, watchlistId); // not_found before reading a line
         const summary = await importCsv(file, size, (entries) =>
           service.addEntries(account.id, watchlistId, entries),
         );
@@ -145,7 +149,7 @@ function networkResolver(chains: ChainsConfig): NetworkResolver {
   return { networks: view.networks, resolve: (chain, network) => resolveNetwork(chain, network, view) };
 }
 
-type AddBatch = (entries: NewEntry[]) => ReturnType<WatchlistsService['addEntries']>;
+type AddBatch = (entries: NewEntry[]) => ReturnType<WatchlistEntriesService['addEntries']>;
 
 /**
  * Streams `file` through csv-parse and adds its rows IMPORT_BATCH at a time, so a file of any size costs

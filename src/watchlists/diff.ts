@@ -15,6 +15,7 @@ import type {
   TokenAccountState,
   WatchedState,
 } from './state.js';
+import type { AlertType } from '../events/schemas.js';
 
 /*
  * The alerts of one watchlist scan, from (previous snapshot, current state, previous verdict, current
@@ -38,20 +39,6 @@ import type {
  * - account_closed: high. account_created: medium; high when the address now holds another kind of
  *   account, or one of another owner, than before (closed and re-created between two scans).
  */
-
-export const ALERT_TYPES = [
-  'level_changed',
-  'finding_added',
-  'finding_removed',
-  'authority_changed',
-  'delegation_changed',
-  'implementation_changed',
-  'token_delegate_added',
-  'balance_changed',
-  'account_closed',
-  'account_created',
-] as const;
-export type AlertType = (typeof ALERT_TYPES)[number];
 
 /**
  * A risk verdict. `findings`: the unsuppressed ones (a risk `Finding` fits). `complete: false` (a check did

@@ -1,13 +1,11 @@
 import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
+import { ALERT_STATUSES } from '../events/schemas.js';
 
 /*
  * Watchlists (README, "Watchlists"): an account's lists of addresses, re-read on a schedule. Storage grows
  * with changes, not with ticks: an entry row carries the latest state's hash and verdict, a snapshot row is
  * written only when the hash changes, and an alert only for a real change (unique fingerprint per entry).
  */
-
-export const ALERT_STATUSES = ['open', 'acknowledged', 'resolved'] as const;
-export type AlertStatus = (typeof ALERT_STATUSES)[number];
 
 /** One list of an account, with the crons of its two depths of scan. */
 export const WatchlistSchema = defineEntity({

@@ -12,14 +12,10 @@ import type {
   WatchlistEntryPageBody,
   WatchlistPageBody,
 } from './schemas.js';
-import type {
-  AddEntriesResult,
-  AlertView,
-  EntryView,
-  RemoveEntriesResult,
-  SnapshotView,
-  WatchlistView,
-} from './service.js';
+import type { EventData } from '../events/schemas.js';
+import type { RiskLevel } from '../risk/scoring.js';
+import type { AddEntriesResult, RemoveEntriesResult } from './entries.js';
+import type { AlertView, EntryView, SnapshotView, WatchlistView } from './views.js';
 import type { RescanView } from './rescans.js';
 
 const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);
@@ -105,6 +101,26 @@ export const presentAlert = (a: AlertView): AlertBody => ({
   status: a.status,
   created_at: a.createdAt.toISOString(),
   updated_at: a.updatedAt.toISOString(),
+});
+
+/**
+ * The `data` of the `watchlist.alert` event of alert `a`: its alert as `GET …/alerts` shows it, and the
+ * entry's risk level before the scan that raised it (`before`) and after (`now`: undefined when that scan
+ * did not judge the entry, which keeps its level).
+ */
+export const presentAlertEvent = (
+  a: AlertView,
+  before: { level: RiskLevel; score: number } | null | undefined,
+  now: { level: RiskLevel; score: number } | undefined,
+): EventData<'watchlist.alert'> => ({
+  watchlist_id: a.watchlistId,
+  entry: { id: a.entryId, target: a.target, chain: a.chain, network: a.network },
+  alert: presentAlert(a),
+  risk: {
+    previous_level: before?.level ?? null,
+    level: now?.level ?? before?.level ?? null,
+    score: now?.score ?? before?.score ?? null,
+  },
 });
 
 export const presentAlertPage = (page: Page<AlertView>): AlertPageBody => ({

@@ -3,7 +3,7 @@ import type { Orm } from '../db/orm.js';
 import type { JobQueues } from '../jobs/queues.js';
 import { AppError, notFound } from '../platform/errors.js';
 import { newId } from '../platform/ids.js';
-import { requireWatchlist } from './service.js';
+import { requireWatchlist } from './lists.js';
 
 /*
  * Rescans (docs/api.md, "Watchlists"): a full re-analysis of every entry of a list, asked for through the

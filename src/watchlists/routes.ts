@@ -40,7 +40,9 @@ import {
   watchlistSchema,
 } from './schemas.js';
 import type { RescansService } from './rescans.js';
-import type { WatchlistsService } from './service.js';
+import type { WatchlistEntriesService } from './entries.js';
+import type { WatchlistHistoryService } from './history.js';
+import type { WatchlistsService } from './lists.js';
 
 /** Bulk entry bodies (10,000 entries) may be up to 2 MiB (docs/api.md, "Conventions"). */
 const BULK_BODY_LIMIT_KB = 2048;
@@ -56,7 +58,17 @@ const BULK_400 =
   '(`errors[]` per field). Per-entry problems are not errors of the call: see `results`.';
 
 /** The key's account's watchlists (API key + entitlement), every call scoped to that account. */
-export function watchlistRoutes(watchlists: WatchlistsService, rescans: RescansService) {
+export function watchlistRoutes({
+  lists,
+  entries,
+  history,
+  rescans,
+}: {
+  lists: WatchlistsService;
+  entries: WatchlistEntriesService;
+  history: WatchlistHistoryService;
+  rescans: RescansService;
+}) {
   const account = (ctx: Parameters<typeof apiKeyOf>[0]) => apiKeyOf(ctx).accountId;
   return [
     defineRoute({
@@ -83,7 +95,7 @@ export function watchlistRoutes(watchlists: WatchlistsService, rescans: RescansS
       },
       handler: async (ctx, { body }) => ({
         status: 201 as const,
-        body: presentWatchlist(await watchlists.createWatchlist(account(ctx), body)),
+        body: presentWatchlist(await lists.createWatchlist(account(ctx), body)),
       }),
     }),
     defineRoute({
@@ -97,7 +109,7 @@ export function watchlistRoutes(watchlists: WatchlistsService, rescans: RescansS
       query: listWatchlistsQuerySchema,
       responses: { 200: { description: 'One page of watchlists', schema: watchlistPageSchema } },
       handler: async (ctx, { query }) => ({
-        body: presentWatchlistPage(await watchlists.listWatchlists(account(ctx), query)),
+        body: presentWatchlistPage(await lists.listWatchlists(account(ctx), query)),
       }),
     }),
     defineRoute({
@@ -113,7 +125,7 @@ export function watchlistRoutes(watchlists: WatchlistsService, rescans: RescansS
         404: { description: WATCHLIST_404 },
       },
       handler: async (ctx, { params }) => ({
-        body: presentWatchlist(await watchlists.getWatchlist(account(ctx), params.id)),
+        body: presentWatchlist(await lists.getWatchlist(account(ctx), params.id)),
       }),
     }),
     defineRoute({
@@ -131,7 +143,7 @@ export function watchlistRoutes(watchlists: WatchlistsService, rescans: RescansS
         404: { description: WATCHLIST_404 },
       },
       handler: async (ctx, { params, body }) => ({
-        body: presentWatchlist(await watchlists.updateWatchlist(account(ctx), params.id, body)),
+        body: presentWatchlist(await lists.updateWatchlist(account(ctx), params.id, body)),
       }),
     }),
     defineRoute({
@@ -150,7 +162,7 @@ export function watchlistRoutes(watchlists: WatchlistsService, rescans: RescansS
         404: { description: WATCHLIST_404 },
       },
       handler: async (ctx, { params }) => ({
-        body: presentWatchlist(await watchlists.deleteWatchlist(account(ctx), params.id)),
+        body: presentWatchlist(await lists.deleteWatchlist(account(ctx), params.id)),
       }),
     }),
     defineRoute({
@@ -177,7 +189,7 @@ export function watchlistRoutes(watchlists: WatchlistsService, rescans: RescansS
         404: { description: WATCHLIST_404 },
       },
       handler: async (ctx, { params, body }) => ({
-        body: presentAddEntries(await watchlists.addEntries(account(ctx), params.id, body.entries)),
+        body: presentAddEntries(await entries.addEntries(account(ctx), params.id, body.entries)),
       }),
     }),
     defineRoute({
@@ -198,7 +210,7 @@ export function watchlistRoutes(watchlists: WatchlistsService, rescans: RescansS
         404: { description: WATCHLIST_404 },
       },
       handler: async (ctx, { params, query }) => ({
-        body: presentEntryPage(await watchlists.listEntries(account(ctx), params.id, query)),
+        body: presentEntryPage(await entries.listEntries(account(ctx), params.id, query)),
       }),
     }),
     defineRoute({
@@ -214,7 +226,7 @@ export function watchlistRoutes(watchlists: WatchlistsService, rescans: RescansS
         404: { description: 'Not found: no such entry on this watchlist of the account' },
       },
       handler: async (ctx, { params }) => ({
-        body: presentEntry(await watchlists.removeEntry(account(ctx), params.id, params.entry_id)),
+        body: presentEntry(await entries.removeEntry(account(ctx), params.id, params.entry_id)),
       }),
     }),
     defineRoute({
@@ -238,7 +250,7 @@ export function watchlistRoutes(watchlists: WatchlistsService, rescans: RescansS
         404: { description: WATCHLIST_404 },
       },
       handler: async (ctx, { params, body }) => ({
-        body: presentRemoveEntries(await watchlists.removeEntries(account(ctx), params.id, body.targets)),
+        body: presentRemoveEntries(await entries.removeEntries(account(ctx), params.id, body.targets)),
       }),
     }),
     defineRoute({
@@ -259,7 +271,7 @@ export function watchlistRoutes(watchlists: WatchlistsService, rescans: RescansS
       },
       handler: async (ctx, { params, query }) => ({
         body: presentSnapshotPage(
-          await watchlists.listSnapshots(account(ctx), params.id, params.entry_id, query),
+          await history.listSnapshots(account(ctx), params.id, params.entry_id, query),
         ),
       }),
     }),
@@ -332,7 +344,7 @@ export function watchlistRoutes(watchlists: WatchlistsService, rescans: RescansS
         404: { description: WATCHLIST_404 },
       },
       handler: async (ctx, { params, query }) => ({
-        body: presentAlertPage(await watchlists.listAlerts(account(ctx), params.id, query)),
+        body: presentAlertPage(await history.listAlerts(account(ctx), params.id, query)),
       }),
     }),
     defineRoute({
@@ -349,7 +361,7 @@ export function watchlistRoutes(watchlists: WatchlistsService, rescans: RescansS
         404: { description: 'Not found: no such alert on this watchlist of the account' },
       },
       handler: async (ctx, { params, body }) => ({
-        body: presentAlert(await watchlists.updateAlert(account(ctx), params.id, params.alert_id, body)),
+        body: presentAlert(await history.updateAlert(account(ctx), params.id, params.alert_id, body)),
       }),
     }),
   ];

@@ -2,6 +2,7 @@ import type { Redis } from 'ioredis';
 import type { ChainProviders } from '../chains/providers.js';
 import type { NetworkDef } from '../chains/registry.js';
 import type { Orm } from '../db/orm.js';
+import type { AfterCommit, EventLog, NewEvent } from '../events/log.js';
 import type { ImpactService } from '../impact/service.js';
 import type { JobPayload, JobQueues, ScanMode } from '../jobs/queues.js';
 import { AppError } from '../platform/errors.js';
@@ -10,9 +11,9 @@ import type { Logger } from '../platform/logger.js';
 import type { RiskService, TargetVerdict, TokenVerdict } from '../risk/service.js';
 import { diffAlerts, type AlertDraft, type AlertThresholds, type Verdict } from './diff.js';
 import type { WatchMetrics, WatchOverview } from './metrics.js';
+import { presentAlertEvent } from './present.js';
 import { DueTimes } from './schedule.js';
 import type { WatchlistsSettings } from './settings.js';
-import { appendEvents, type NewEvent } from '../webhooks/outbox.js';
 import {
   readEvmStates,
   readSolanaStates,
@@ -21,6 +22,7 @@ import {
   type SolanaStateRead,
   type WatchedState,
 } from './state.js';
+import { alertOf, KnownNetworks } from './views.js';
 
 /*
  * The watchlist scan pipeline (docs/api.md, "Watchlists"), run by the workers:
@@ -56,8 +58,8 @@ export interface WatchlistScannerDeps {
   impact: ImpactService;
   logger: Logger;
   settings: WatchlistsSettings;
-  /** After a chunk's commit: the webhook endpoints that got deliveries, to be drained. */
-  onDeliveries?: (endpointIds: readonly string[]) => Promise<void>;
+  /** Where each new alert's `watchlist.alert` event is appended, in the alert's own transaction. */
+  events: EventLog;
 }
 
 interface EntryRow {
@@ -94,7 +96,10 @@ type StoredVerdict = Verdict & { at: string };
 /** An alert row as the scan inserts it. */
 interface AlertRowDraft {
   id: string;
+  watchlist_id: string;
   entry_id: string;
+  target: string;
+  network: string;
   type: string;
   severity: string;
   previous: unknown;
@@ -118,7 +123,11 @@ interface EntryOutcome {
 export class WatchlistScanner {
   private metrics: WatchMetrics | undefined;
 
-  constructor(private readonly deps: WatchlistScannerDeps) {}
+  private readonly networks: KnownNetworks;
+
+  constructor(private readonly deps: WatchlistScannerDeps) {
+    this.networks = new KnownNetworks(deps.providers.networks);
+  }
 
   /** Metrics of this process (workers only). */
   useMetrics(metrics: WatchMetrics): void {
@@ -273,7 +282,7 @@ export class WatchlistScanner {
     for (const a of inserted.alerts) this.metrics?.alerts.inc({ type: a.type, severity: a.severity });
     this.metrics?.snapshots.inc(inserted.snapshots);
     this.deps.impact.count('alerts_delivered', inserted.alerts.length);
-    await this.deps.onDeliveries?.(inserted.endpoints);
+    await inserted.afterCommit();
     await this.chunkDone(job);
     return {
       scanned: outcomes.length,
@@ -383,7 +392,7 @@ export class WatchlistScanner {
   private async write(
     job: JobPayload<'watchlist-chunk'>,
     outcomes: readonly EntryOutcome[],
-  ): Promise<{ snapshots: number; alerts: { type: string; severity: string }[]; endpoints: string[] }> {
+  ): Promise<{ snapshots: number; alerts: { type: string; severity: string }[]; afterCommit: AfterCommit }> {
     const now = new Date();
     const byId = new Map(outcomes.map((o) => [o.entry.id, o]));
     const changed = outcomes.filter((o) => o.changed);
@@ -484,12 +493,12 @@ export class WatchlistScanner {
         'run',
       );
       // Each new alert is an event (the outbox): in this transaction, so neither exists without the other.
-      const endpoints = await appendEvents(
+      const { afterCommit } = await this.deps.events.append(
         em,
-        raised.map((r) => alertEvent(r.id, job.watchlist_id, byId, alerts)),
+        raised.map((r) => alertEvent(r.id, job.watchlist_id, byId, alerts, this.networks)),
         now,
       );
-      return { snapshots: written.length, alerts: raised, endpoints };
+      return { snapshots: written.length, alerts: raised, afterCommit };
     });
   }
 
@@ -529,38 +538,30 @@ export async function countWatchedTargets(orm: Orm): Promise<number> {
   return Number(row?.n ?? 0);
 }
 
-/** The `watchlist.alert` event of alert `alertId` (docs/api.md, "Events"). */
+/** The `watchlist.alert` event of alert `alertId` (docs/api.md, "Events"), its alert as the API shows it. */
 function alertEvent(
   alertId: string,
   watchlistId: string,
   outcomes: ReadonlyMap<string, EntryOutcome>,
   drafts: readonly AlertRowDraft[],
-): NewEvent {
+  networks: KnownNetworks,
+): NewEvent<'watchlist.alert'> {
   const alert = drafts.find((a) => a.id === alertId)!;
   const o = outcomes.get(alert.entry_id)!;
-  const previous = o.entry.verdict;
+  const view = alertOf(
+    {
+      ...alert,
+      evidence: alert.evidence as Record<string, unknown>,
+      status: 'open',
+      updated_at: alert.created_at,
+    },
+    networks,
+  );
   return {
     accountId: o.entry.account_id,
     type: 'watchlist.alert',
     watchlistId,
-    data: {
-      watchlist_id: watchlistId,
-      entry: { id: o.entry.id, target: o.entry.target, chain: o.entry.chain, network: o.entry.network },
-      alert: {
-        id: alert.id,
-        type: alert.type,
-        severity: alert.severity,
-        previous: alert.previous,
-        current: alert.current,
-        evidence: alert.evidence,
-        created_at: alert.created_at,
-      },
-      risk: {
-        previous_level: previous?.level ?? null,
-        level: o.verdict?.level ?? previous?.level ?? null,
-        score: o.verdict?.score ?? previous?.score ?? null,
-      },
-    },
+    data: presentAlertEvent(view, o.entry.verdict, o.verdict),
   };
 }
 

@@ -4,8 +4,7 @@ import { AppError } from '../platform/errors.js';
 import { SEVERITIES } from '../risk/findings.js';
 import { RISK_LEVELS } from '../risk/scoring.js';
 import { TARGET_TYPES } from '../risk/types.js';
-import { ALERT_TYPES } from './diff.js';
-import { ALERT_STATUSES } from './entities.js';
+import { ALERT_STATUSES, ALERT_TYPES, alertSchema, type AlertBody } from '../events/schemas.js';
 import { scheduleSchema } from './schedule.js';
 
 /*
@@ -323,25 +322,7 @@ export const snapshotsQuerySchema = z.object({ ...pageQuery }).strict();
 
 // ---- alerts -----------------------------------------------------------------------------------------
 
-export const alertSchema = z
-  .object({
-    id: z.string(),
-    watchlist_id: z.string(),
-    entry_id: z.string(),
-    target: z.string(),
-    chain: z.string(),
-    network: z.string(),
-    type: z.string().meta({ override: { enum: [...ALERT_TYPES] } }),
-    severity: z.string().meta({ override: { enum: [...SEVERITIES] } }),
-    previous: z.unknown().meta({ description: 'The value before the change (null: none).' }),
-    current: z.unknown().meta({ description: 'The value after the change (null: gone).' }),
-    evidence: z.record(z.string(), z.unknown()),
-    status: z.enum(ALERT_STATUSES),
-    created_at: z.string(),
-    updated_at: z.string(),
-  })
-  .meta({ id: 'WatchlistAlert' });
-export type AlertBody = z.infer<typeof alertSchema>;
+export { alertSchema, type AlertBody };
 
 export const alertPageSchema = z
   .object({ data: z.array(alertSchema), next_cursor: nextCursor })

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { connectOrm } from '../db/orm.js';
+import type { Connect } from '../db/orm.js';
 import { AppError } from '../platform/errors.js';
 import type { DatabaseSettings } from '../platform/settings.js';
 import { WebhookSecretStore } from './secret-store.js';
@@ -22,11 +22,12 @@ export function registerSecretsCommands(
   program: Command,
   config: () => Readonly<SecretsCommandsConfig>,
   print: Print,
+  connect: Connect,
 ): void {
   const withStore = async <T>(fn: (store: WebhookSecretStore, box: SecretBox) => Promise<T>): Promise<T> => {
     const cfg = config();
     const box = SecretBox.fromSettings(cfg.webhooks);
-    const orm = await connectOrm(cfg.database.url, 2);
+    const orm = await connect(cfg.database.url, 2);
     try {
       return await fn(new WebhookSecretStore(orm, box), box);
     } finally {

@@ -1,13 +1,14 @@
 import { Webhook } from 'standardwebhooks';
 import type { Orm } from '../db/orm.js';
+import type { EventLog } from '../events/log.js';
 import type { JobQueues } from '../jobs/queues.js';
 import { newId } from '../platform/ids.js';
 import type { Logger } from '../platform/logger.js';
 import { isDeliveryFailure, type DeliveryResult, type WebhookHttpClient } from './http.js';
 import type { WebhookBacklog, WebhookMetrics } from './metrics.js';
 import { DrainSlots } from './drain-slots.js';
-import { appendEvents } from './outbox.js';
 import { endpointSecretContext, SecretOpenError, type SecretBox } from './secrets.js';
+import { classify, loggedBody, outcomeLabel, type Outcome } from './outcome.js';
 import type { WebhooksSettings } from './settings.js';
 
 /*
@@ -30,8 +31,6 @@ import type { WebhooksSettings } from './settings.js';
 
 /** Deliveries read per round of a drain. */
 const DRAIN_BATCH = 50;
-/** Characters of the receiver's answer kept in the delivery log. */
-const LOGGED_BODY = 1000;
 
 export interface WebhookDelivererDeps {
   orm: Orm;
@@ -42,6 +41,8 @@ export interface WebhookDelivererDeps {
   userAgent: string;
   /** Opens the signing secrets, stored sealed (secrets.ts). */
   secrets: SecretBox;
+  /** Where a `webhook.endpoint_disabled` event is appended. */
+  events: EventLog;
 }
 
 /** An endpoint as a drain uses it: its secrets opened. */
@@ -64,8 +65,6 @@ interface DueRow {
   data: Record<string, unknown>;
   event_created_at: Date;
 }
-
-type Outcome = { kind: 'succeeded' } | { kind: 'gone' } | { kind: 'retry'; afterMs?: number; error: string };
 
 export class WebhookDeliverer {
   private metrics: WebhookMetrics | undefined;
@@ -102,41 +101,6 @@ export class WebhookDeliverer {
       oldestDueS: Math.max(0, (Date.now() - oldest) / 1000),
       endpointsDisabled: Number(row?.disabled ?? 0),
     };
-  }
-
-  /**
-   * Drops events, deliveries and attempts older than the retention. An event with a delivery still pending
-   * inside its retry window (`retryWindowMs` after its last attempt, or its creation if none: a delivery
-   * held behind an older failing one is attempted once that one ends) is kept until that delivery ends;
-   * one pending past its window (its endpoint was disabled, or re-enabled long after) is closed as
-   * `expired` and its event dropped. A delivery closed here stays in the log until the next prune.
-   */
-  async prune(now = new Date()): Promise<{ events: number; expired: number }> {
-    const before = new Date(now.getTime() - this.deps.settings.event_retention_days * 86_400_000);
-    const windowStart = new Date(now.getTime() - retryWindowMs(this.deps.settings));
-    return this.deps.orm.em.fork().transactional(async (em) => {
-      await em.execute('delete from webhook_attempts where attempted_at < ?', [before], 'run');
-      await em.execute(
-        "delete from webhook_deliveries where created_at < ? and status <> 'pending'",
-        [before],
-        'run',
-      );
-      const expired = await em.execute<{ affectedRows?: number }>(
-        `update webhook_deliveries d set status = 'expired', next_attempt_at = null, last_error = 'event_expired'
-           from events e
-          where e.id = d.event_id and e.created_at < ? and d.status = 'pending'
-            and coalesce(d.last_attempt_at, d.created_at) < ?`,
-        [before, windowStart],
-        'run',
-      );
-      const res = await em.execute<{ affectedRows?: number }>(
-        `delete from events e where e.created_at < ?
-            and not exists (select 1 from webhook_deliveries d where d.event_id = e.id and d.status = 'pending')`,
-        [before],
-        'run',
-      );
-      return { events: res.affectedRows ?? 0, expired: expired.affectedRows ?? 0 };
-    });
   }
 
   /** Every enabled endpoint with a delivery due gets one pending drain. */
@@ -331,7 +295,7 @@ export class WebhookDeliverer {
               this.deps.settings.disable_after_failing_s * 1000
           ? `every attempt failed for ${Math.round(this.deps.settings.disable_after_failing_s / 3600)} hours`
           : undefined;
-    const endpointsToDrain = await this.deps.orm.em.fork().transactional(async (em) => {
+    const afterCommit = await this.deps.orm.em.fork().transactional(async (em) => {
       await em.execute(
         `insert into webhook_attempts (id, account_id, delivery_id, endpoint_id, attempted_at, status_code, latency_ms,
                 error, response_body)
@@ -382,7 +346,7 @@ export class WebhookDeliverer {
         );
         endpoint.failing_since = failingSince;
       }
-      if (!disable) return [];
+      if (!disable) return undefined;
       await em.execute(
         `update webhook_endpoints set enabled = false, disabled_at = ?, disabled_reason = ?, updated_at = ?
           where id = ? and enabled`,
@@ -391,7 +355,7 @@ export class WebhookDeliverer {
       );
       this.metrics?.disabled.inc();
       this.deps.logger.warn({ endpoint: endpoint.id, reason: disable }, 'webhook endpoint disabled');
-      return appendEvents(
+      const appended = await this.deps.events.append(
         em,
         [
           {
@@ -408,8 +372,9 @@ export class WebhookDeliverer {
         ],
         now,
       );
+      return appended.afterCommit;
     });
-    for (const id of endpointsToDrain) await this.requestDrain(id);
+    await afterCommit?.();
   }
 
   /** When the next attempt is due, or that there is none (`failing`: the schedule is spent, or 410). */
@@ -427,61 +392,4 @@ export class WebhookDeliverer {
     const wait = outcome.afterMs ?? Math.max(0, base + (Math.random() * 2 - 1) * jitter);
     return { schedule: new Date(now.getTime() + wait), failing: false };
   }
-}
-
-/**
- * The receiver's answer as the delivery log keeps it: its first LOGGED_BODY characters, as text PostgreSQL
- * accepts whatever the receiver sent (a NUL, which `text` refuses, and a UTF-16 half left by the cut
- * become U+FFFD; invalid UTF-8 was already replaced when the answer was decoded).
- */
-function loggedBody(body: string): string {
-  return body.slice(0, LOGGED_BODY).replaceAll('\u0000', '\uFFFD').toWellFormed();
-}
-
-/**
- * How long a pending delivery may wait for its next attempt, at most: every wait of the schedule at its
- * longest (with jitter, or a receiver's capped Retry-After, whichever is longer), added up. Retention keeps
- * an event while a delivery of it is pending and was attempted (or created) within this.
- */
-function retryWindowMs(s: WebhooksSettings): number {
-  const longest = (wait: number) => Math.max(wait * (1 + s.retry_jitter_pct / 100), s.retry_after_max_s);
-  return s.retry_schedule_s.reduce((sum, wait) => sum + longest(wait), 0) * 1000;
-}
-
-function classify(
-  result: DeliveryResult | undefined,
-  error: string | undefined,
-  retryAfterMaxS: number,
-): Outcome {
-  if (!result) return { kind: 'retry', error: error ?? 'network_error' };
-  const { status } = result;
-  if (status >= 200 && status < 300) return { kind: 'succeeded' };
-  if (status === 410) return { kind: 'gone' };
-  if (status === 429 || status === 503) {
-    const after = retryAfterMs(result.headers['retry-after']);
-    if (after !== undefined)
-      return { kind: 'retry', afterMs: Math.min(after, retryAfterMaxS * 1000), error: `http_${status}` };
-  }
-  return { kind: 'retry', error: status >= 300 && status < 400 ? 'http_3xx' : `http_${status}` };
-}
-
-/** `Retry-After` as delay-seconds or an HTTP date, in ms from now. */
-function retryAfterMs(value: string | string[] | undefined): number | undefined {
-  const raw = Array.isArray(value) ? value[0] : value;
-  if (!raw) return undefined;
-  if (/^\d+$/.test(raw.trim())) return Number(raw.trim()) * 1000;
-  const at = Date.parse(raw);
-  return Number.isNaN(at) ? undefined : Math.max(0, at - Date.now());
-}
-
-function outcomeLabel(result: DeliveryResult | undefined, error: string | undefined): string {
-  if (!result) return error ?? 'network_error';
-  const s = result.status;
-  return s >= 200 && s < 300
-    ? 'succeeded'
-    : s === 410
-      ? 'gone'
-      : s === 429
-        ? 'http_429'
-        : `http_${Math.floor(s / 100)}xx`;
 }

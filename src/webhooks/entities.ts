@@ -1,42 +1,10 @@
 import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
 
 /*
- * The event log and webhooks (README, "Webhooks and the event log"). Every alert becomes an event, written in
- * the alert's own transaction (the outbox); an event a consumer may want delivered becomes one delivery per
- * matching endpoint, attempted by the workers until it succeeds or its retry schedule ends. Consumers who do
- * not take webhooks read the same events with `GET /api/v1/events`.
+ * Webhooks (README, "Webhooks and the event log"): an account's endpoints, a delivery per event of the log
+ * (src/events) and matching endpoint, written in the event's own transaction by webhooks' fan-out, and each
+ * attempt of a delivery. The workers attempt a delivery until it succeeds or its retry schedule ends.
  */
-
-export const EVENT_TYPES = ['watchlist.alert', 'webhook.test', 'webhook.endpoint_disabled'] as const;
-export type EventType = (typeof EVENT_TYPES)[number];
-
-/** One event of an account, numbered by `seq` (1, 2, 3… per account, without gaps once committed). */
-export const EventSchema = defineEntity({
-  name: 'Event',
-  tableName: 'events',
-  uniques: [{ properties: ['accountId', 'seq'] }],
-  indexes: [{ properties: ['createdAt'] }],
-  properties: {
-    id: p.string().length(40).primary(),
-    accountId: p.string().length(40),
-    seq: p.bigint('number'),
-    type: p.string().length(60),
-    watchlistId: p.string().length(40).nullable(),
-    data: p.json<Record<string, unknown>>(),
-    createdAt: p.datetime(),
-  },
-});
-export type Event = InferEntity<typeof EventSchema>;
-
-/** The last `seq` handed out per account: incremented in the transaction that writes the events. */
-export const EventSequenceSchema = defineEntity({
-  name: 'EventSequence',
-  tableName: 'event_sequences',
-  properties: {
-    accountId: p.string().length(40).primary(),
-    lastSeq: p.bigint('number'),
-  },
-});
 
 /** `expired`: its event was pruned (retention) before it could be delivered. */
 export const DELIVERY_STATUSES = ['pending', 'succeeded', 'failed', 'expired'] as const;

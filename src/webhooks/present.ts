@@ -5,19 +5,12 @@ import type {
   DeliveryPageBody,
   EndpointBody,
   EndpointPageBody,
-  EventPageBody,
   RecoveredBody,
   RotatedSecretBody,
   TestAcceptedBody,
 } from './schemas.js';
-import type {
-  CreatedEndpointView,
-  DeliveryView,
-  EndpointView,
-  EventPage,
-  RotatedSecret,
-  TestSent,
-} from './service.js';
+import type { DeliveryView } from './deliveries.js';
+import type { CreatedEndpointView, EndpointView, RotatedSecret, TestSent } from './endpoints.js';
 
 const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);
 
@@ -87,16 +80,4 @@ export const presentDelivery = (d: DeliveryView): DeliveryBody => ({
 export const presentDeliveryPage = (page: Page<DeliveryView>): DeliveryPageBody => ({
   data: page.items.map(presentDelivery),
   next_cursor: page.nextCursor,
-});
-
-export const presentEventPage = (page: EventPage): EventPageBody => ({
-  data: page.items.map((e) => ({
-    id: e.id,
-    seq: e.seq,
-    type: e.type,
-    created_at: e.createdAt.toISOString(),
-    data: e.data,
-  })),
-  next_cursor: page.nextCursor,
-  has_more: page.hasMore,
 });

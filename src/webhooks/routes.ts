@@ -6,7 +6,6 @@ import {
   presentDeliveryPage,
   presentEndpoint,
   presentEndpointPage,
-  presentEventPage,
   presentRecovered,
   presentRotatedSecret,
   presentTestSent,
@@ -20,8 +19,6 @@ import {
   endpointPageSchema,
   endpointParamsSchema,
   endpointSchema,
-  eventPageSchema,
-  eventsQuerySchema,
   listEndpointsQuerySchema,
   newEndpointSchema,
   recoveredSchema,
@@ -30,7 +27,8 @@ import {
   testAcceptedSchema,
   updateEndpointSchema,
 } from './schemas.js';
-import type { WebhooksService } from './service.js';
+import type { WebhookDeliveriesService } from './deliveries.js';
+import type { WebhookEndpointsService } from './endpoints.js';
 
 const TAG = 'Developer API';
 const ENDPOINT_404 = 'Not found: no such webhook endpoint of the account (another account’s included)';
@@ -46,10 +44,10 @@ const NO_SECRETS_KEY =
   '(`RISKWATCH_SECRETS_KEY`); or `dependency_unavailable`';
 
 /**
- * The key's account's webhook endpoints, their deliveries and the event log (API key + entitlement), every
+ * The key's account's webhook endpoints, and their deliveries (API key + entitlement), every
  * call scoped to that account.
  */
-export function webhookRoutes(webhooks: WebhooksService) {
+export function webhookRoutes(endpoints: WebhookEndpointsService, deliveries: WebhookDeliveriesService) {
   const account = (ctx: Parameters<typeof apiKeyOf>[0]) => apiKeyOf(ctx).accountId;
   return [
     defineRoute({
@@ -72,7 +70,7 @@ export function webhookRoutes(webhooks: WebhooksService) {
       },
       handler: async (ctx, { body }) => ({
         status: 201 as const,
-        body: presentCreatedEndpoint(await webhooks.createEndpoint(account(ctx), body)),
+        body: presentCreatedEndpoint(await endpoints.createEndpoint(account(ctx), body)),
       }),
     }),
     defineRoute({
@@ -87,7 +85,7 @@ export function webhookRoutes(webhooks: WebhooksService) {
       query: listEndpointsQuerySchema,
       responses: { 200: { description: 'One page of endpoints', schema: endpointPageSchema } },
       handler: async (ctx, { query }) => ({
-        body: presentEndpointPage(await webhooks.listEndpoints(account(ctx), query)),
+        body: presentEndpointPage(await endpoints.listEndpoints(account(ctx), query)),
       }),
     }),
     defineRoute({
@@ -104,7 +102,7 @@ export function webhookRoutes(webhooks: WebhooksService) {
         404: { description: ENDPOINT_404 },
       },
       handler: async (ctx, { params }) => ({
-        body: presentEndpoint(await webhooks.getEndpoint(account(ctx), params.id)),
+        body: presentEndpoint(await endpoints.getEndpoint(account(ctx), params.id)),
       }),
     }),
     defineRoute({
@@ -126,7 +124,7 @@ export function webhookRoutes(webhooks: WebhooksService) {
         404: { description: ENDPOINT_404 },
       },
       handler: async (ctx, { params, body }) => ({
-        body: presentEndpoint(await webhooks.updateEndpoint(account(ctx), params.id, body)),
+        body: presentEndpoint(await endpoints.updateEndpoint(account(ctx), params.id, body)),
       }),
     }),
     defineRoute({
@@ -143,7 +141,7 @@ export function webhookRoutes(webhooks: WebhooksService) {
         404: { description: ENDPOINT_404 },
       },
       handler: async (ctx, { params }) => ({
-        body: presentEndpoint(await webhooks.deleteEndpoint(account(ctx), params.id)),
+        body: presentEndpoint(await endpoints.deleteEndpoint(account(ctx), params.id)),
       }),
     }),
     defineRoute({
@@ -164,7 +162,7 @@ export function webhookRoutes(webhooks: WebhooksService) {
         503: { description: NO_SECRETS_KEY },
       },
       handler: async (ctx, { params }) => ({
-        body: presentRotatedSecret(await webhooks.rotateSecret(account(ctx), params.id)),
+        body: presentRotatedSecret(await endpoints.rotateSecret(account(ctx), params.id)),
       }),
     }),
     defineRoute({
@@ -185,7 +183,7 @@ export function webhookRoutes(webhooks: WebhooksService) {
       },
       handler: async (ctx, { params }) => ({
         status: 202 as const,
-        body: presentTestSent(await webhooks.sendTest(account(ctx), params.id)),
+        body: presentTestSent(await endpoints.sendTest(account(ctx), params.id)),
       }),
     }),
     defineRoute({
@@ -208,7 +206,7 @@ export function webhookRoutes(webhooks: WebhooksService) {
       },
       handler: async (ctx, { params, body }) => ({
         status: 202 as const,
-        body: presentRecovered(await webhooks.recover(account(ctx), params.id, body.since)),
+        body: presentRecovered(await deliveries.recover(account(ctx), params.id, body.since)),
       }),
     }),
     defineRoute({
@@ -225,7 +223,7 @@ export function webhookRoutes(webhooks: WebhooksService) {
       query: deliveriesQuerySchema,
       responses: { 200: { description: 'One page of deliveries', schema: deliveryPageSchema } },
       handler: async (ctx, { query }) => ({
-        body: presentDeliveryPage(await webhooks.listDeliveries(account(ctx), query)),
+        body: presentDeliveryPage(await deliveries.listDeliveries(account(ctx), query)),
       }),
     }),
     defineRoute({
@@ -248,25 +246,7 @@ export function webhookRoutes(webhooks: WebhooksService) {
       },
       handler: async (ctx, { params }) => ({
         status: 202 as const,
-        body: presentDelivery(await webhooks.redeliver(account(ctx), params.id)),
-      }),
-    }),
-    defineRoute({
-      method: 'get',
-      path: '/api/v1/events',
-      operationId: 'listEvents',
-      summary: 'The account’s event log',
-      description:
-        'Every event (`watchlist.alert`, `webhook.test`, `webhook.endpoint_disabled`), oldest first, after ' +
-        'the cursor `after`: poll it instead of receiving webhooks, or fill a gap. `next_cursor` is always ' +
-        'set (the same `after` when nothing new arrived): keep it and pass it as `after`. `seq` numbers an ' +
-        'account’s events 1, 2, 3… without gaps. Events are kept `webhooks.event_retention_days` (30).',
-      tag: TAG,
-      auth: 'api_key',
-      query: eventsQuerySchema,
-      responses: { 200: { description: 'The next events', schema: eventPageSchema } },
-      handler: async (ctx, { query }) => ({
-        body: presentEventPage(await webhooks.listEvents(account(ctx), query)),
+        body: presentDelivery(await deliveries.redeliver(account(ctx), params.id)),
       }),
     }),
   ];

@@ -1,15 +1,19 @@
 import { z } from 'zod';
 import { pageQuery } from '../http/route.js';
-import { DELIVERY_STATUSES, EVENT_TYPES } from './entities.js';
+import type { EventType } from '../events/schemas.js';
+import { DELIVERY_STATUSES } from './entities.js';
 
 /*
- * What webhooks and the event log look like outside the service: the requests and bodies of the webhook
- * endpoint, delivery and event routes (docs/api.md, "Webhooks and events"). Routes validate and document
+ * What webhooks look like outside the services: the requests and bodies of the webhook endpoint and
+ * delivery routes (the event log's: src/events/schemas.ts) (docs/api.md, "Webhooks and events"). Routes validate and document
  * with these objects; the types below are derived from them.
  */
 
 /** What an endpoint may subscribe to. `webhook.test` needs no subscription: the test call sends it. */
-export const SUBSCRIBABLE_EVENT_TYPES = ['watchlist.alert', 'webhook.endpoint_disabled'] as const;
+export const SUBSCRIBABLE_EVENT_TYPES = [
+  'watchlist.alert',
+  'webhook.endpoint_disabled',
+] as const satisfies EventType[];
 
 const rfc3339 = z.iso
   .datetime({ offset: true })
@@ -240,59 +244,3 @@ export const deliveriesQuerySchema = z
   })
   .strict();
 export type DeliveriesQuery = z.output<typeof deliveriesQuerySchema>;
-
-// ---- events -----------------------------------------------------------------------------------------
-
-export const eventSchema = z
-  .object({
-    id: z.string().meta({ description: 'Stable: the `webhook-id` of its deliveries.' }),
-    seq: z.int().meta({ description: 'The account’s event number: 1, 2, 3… without gaps.' }),
-    type: z.string().meta({ override: { enum: [...EVENT_TYPES] } }),
-    created_at: z.string(),
-    data: z.record(z.string(), z.unknown()).meta({ description: 'The webhook payload’s `data`.' }),
-  })
-  .meta({ id: 'Event' });
-export type EventBody = z.infer<typeof eventSchema>;
-
-export const eventPageSchema = z
-  .object({
-    data: z.array(eventSchema).meta({ description: 'Oldest first.' }),
-    next_cursor: z.string().meta({
-      description:
-        'Always set: pass it as `after` on the next call (the position after the last event read, or the ' +
-        '`after` given when nothing new has arrived). Keep it to resume polling.',
-    }),
-    has_more: z.boolean().meta({ description: 'More events are waiting: call again at once.' }),
-  })
-  .meta({ id: 'EventPage' });
-export type EventPageBody = z.infer<typeof eventPageSchema>;
-
-export const eventsQuerySchema = z
-  .object({
-    after: z
-      .string()
-      .max(500)
-      .optional()
-      .meta({ description: 'Opaque: the `next_cursor` of the previous call. Absent: from the oldest kept.' }),
-    types: z
-      .string()
-      .max(500)
-      .optional()
-      .transform((raw, ctx) => {
-        if (raw === undefined) return undefined;
-        const types = [...new Set(raw.split(',').map((t) => t.trim()))];
-        const unknown = types.filter((t) => !(EVENT_TYPES as readonly string[]).includes(t));
-        if (unknown.length)
-          ctx.addIssue({
-            code: 'custom',
-            message: `unknown event type ${unknown.map((t) => JSON.stringify(t)).join(', ')}; expected ${EVENT_TYPES.join(', ')}`,
-          });
-        return types;
-      })
-      .meta({
-        description: `Comma-separated event types to keep: ${EVENT_TYPES.map((t) => `\`${t}\``).join(', ')}.`,
-      }),
-    limit: z.coerce.number().int().min(1).max(1000).default(100),
-  })
-  .strict();
-export type EventsQuery = z.output<typeof eventsQuerySchema>;

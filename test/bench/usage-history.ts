@@ -30,7 +30,7 @@ import { pathToFileURL } from 'node:url';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { usageRollupSql } from '../../src/db/migrations/Migration20261124034559.js';
-import { connectOrm } from '../../src/db/orm.js';
+import { connectDatabase as connectOrm } from '../../src/database.js';
 import { newId } from '../../src/platform/ids.js';
 import { createLogger } from '../../src/platform/logger.js';
 import { UsageDrain } from '../../src/usage/drain.js';

@@ -21,10 +21,13 @@ import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import pg from 'pg';
 import { Redis } from 'ioredis';
-import { connectOrm, type Orm } from '../../src/db/orm.js';
+import { connectDatabase as connectOrm } from '../../src/database.js';
+import type { Orm } from '../../src/db/orm.js';
+import { loadConfig } from '../../src/config.js';
 import { JobQueues } from '../../src/jobs/queues.js';
 import { newId } from '../../src/platform/ids.js';
-import { appendEvents } from '../../src/webhooks/outbox.js';
+import { EventLog, type NewEvent } from '../../src/events/log.js';
+import { WebhookFanOut } from '../../src/webhooks/fan-out.js';
 import { REDIS_URL } from '../support/env.js';
 import { prepareEnv, startService, type RunningService } from '../support/service.js';
 import { startReceiver, type Receiver } from '../support/webhook-receiver.js';
@@ -54,6 +57,9 @@ async function run(
   queues: JobQueues,
 ): Promise<RunResult> {
   const perEndpoint = Math.floor(EVENTS / endpoints);
+  // The event log as the runtime composes it: webhooks' fan-out subscribed, drains asked after each commit.
+  const events = new EventLog(orm, 30);
+  events.subscribe(new WebhookFanOut(queues, loadConfig({}).webhooks));
   const receivers: { accountId: string; receiver: Receiver; receivedAt: Map<string, number> }[] = [];
   for (let i = 0; i < endpoints; i++) {
     const secret = `whsec_${randomBytes(24).toString('base64')}`;
@@ -79,18 +85,22 @@ async function run(
     for (let written = 0; written < perEndpoint; written += WRITE_BATCH) {
       const n = Math.min(WRITE_BATCH, perEndpoint - written);
       // As the scanner does: the events in a transaction, then a drain asked for each endpoint they reach.
-      const reached = await orm.em.fork().transactional((tx) =>
-        appendEvents(
+      const { afterCommit } = await orm.em.fork().transactional((tx) =>
+        events.append(
           tx,
-          Array.from({ length: n }, (_, i) => ({
-            accountId: r.accountId,
-            type: 'watchlist.alert' as const,
-            watchlistId: null,
-            data: { bench: name, index: written + i },
-          })),
+          Array.from(
+            { length: n },
+            (_, i) =>
+              ({
+                accountId: r.accountId,
+                type: 'watchlist.alert',
+                watchlistId: null,
+                data: { bench: name, index: written + i },
+              }) as unknown as NewEvent,
+          ),
         ),
       );
-      for (const id of reached) await queues.enqueueOnce('webhook-drain', { endpoint_id: id }, id);
+      await afterCommit();
     }
   const total = perEndpoint * endpoints;
   const deadline = Date.now() + Number(process.env.BENCH_WEBHOOK_DEADLINE_S ?? 600) * 1000;

@@ -13,7 +13,8 @@ import type {
   SanctionsImportBody,
 } from '../../src/lists/schemas.js';
 import { ListsService } from '../../src/lists/service.js';
-import { connectOrm, type Orm } from '../../src/db/orm.js';
+import { connectDatabase as connectOrm } from '../../src/database.js';
+import type { Orm } from '../../src/db/orm.js';
 import { PROJECT_ROOT } from '../../src/platform/paths.js';
 import type { UsageCallBody } from '../../src/usage/schemas.js';
 import {

@@ -1,7 +1,7 @@
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connectOrm } from '../../src/db/orm.js';
+import { connectDatabase as connectOrm } from '../../src/database.js';
 import type { UsageEntry } from '../../src/usage/recorder.js';
 import { histBin } from '../../src/usage/rollups.js';
 import { UsageService } from '../../src/usage/service.js';

@@ -5,8 +5,9 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { getAddress } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BUILT_IN_NETWORKS, resolveNetwork } from '../../src/chains/registry.js';
-import { connectOrm, type Orm } from '../../src/db/orm.js';
+import { resolveNetwork } from '../../src/chains/registry.js';
+import { connectDatabase as connectOrm } from '../../src/database.js';
+import type { Orm } from '../../src/db/orm.js';
 import type {
   AddEntriesResultBody,
   AlertBody,
@@ -20,7 +21,7 @@ import type {
   WatchlistEntryPageBody,
   WatchlistPageBody,
 } from '../../src/watchlists/schemas.js';
-import { WatchlistsService } from '../../src/watchlists/service.js';
+import { watchlistServices } from '../support/watchlist-services.js';
 import {
   expectJson,
   expectProblem,
@@ -412,32 +413,22 @@ describe('watchlists API (built service over HTTP)', () => {
     it('reports entries past the account ceiling as limit_exceeded, counting every list of the account', async () => {
       const orm: Orm = await connectOrm(testEnv.env.DATABASE_URL!, 2);
       try {
-        const networks = BUILT_IN_NETWORKS;
-        const limited = new WatchlistsService(
-          orm,
-          { networks, resolve: (c, n) => resolveNetwork(c, n, { networks, configured: networks }) },
-          {
-            defaultSchedule: '*/5 * * * *',
-            defaultDeepSchedule: '0 3 * * *',
-            maxEntriesPerAccount: 5,
-            maxWatchlistsPerAccount: 1000,
-          },
-        );
+        const limited = watchlistServices(orm, 5);
         const initech = await db.customer('initech');
         const accountId = initech.account.id;
-        const a = await limited.createWatchlist(accountId, { name: 'a' });
-        const b = await limited.createWatchlist(accountId, { name: 'b' });
+        const a = await limited.lists.createWatchlist(accountId, { name: 'a' });
+        const b = await limited.lists.createWatchlist(accountId, { name: 'b' });
         const three = [evmAddress(), evmAddress(), evmAddress()];
         expect(
           (
-            await limited.addEntries(
+            await limited.entries.addEntries(
               accountId,
               a.id,
               three.map((target) => ({ target })),
             )
           ).created,
         ).toBe(3);
-        const more = await limited.addEntries(accountId, b.id, [
+        const more = await limited.entries.addEntries(accountId, b.id, [
           { target: evmAddress() },
           { target: 'bad' },
           { target: evmAddress() },
@@ -453,7 +444,7 @@ describe('watchlists API (built service over HTTP)', () => {
         ]);
         expect(more.results[3]!.message).toContain('max_entries_per_account');
         // Existing targets are not new entries: they never hit the ceiling.
-        const again = await limited.addEntries(
+        const again = await limited.entries.addEntries(
           accountId,
           a.id,
           three.map((target) => ({ target })),

@@ -7,11 +7,12 @@ import { join } from 'node:path';
 import { once } from 'node:events';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BUILT_IN_NETWORKS, resolveNetwork } from '../../src/chains/registry.js';
-import { connectOrm, type Orm } from '../../src/db/orm.js';
+import { connectDatabase as connectOrm } from '../../src/database.js';
+import type { Orm } from '../../src/db/orm.js';
 import { PROJECT_ROOT } from '../../src/platform/paths.js';
 import type { ImportSummaryBody } from '../../src/watchlists/schemas.js';
-import { WatchlistsService } from '../../src/watchlists/service.js';
+import type { WatchlistsService } from '../../src/watchlists/lists.js';
+import { watchlistServices } from '../support/watchlist-services.js';
 import { openAccounts, type Customer } from '../support/auth-helpers.js';
 import { freePort, prepareEnv, type TestEnv } from '../support/service.js';
 
@@ -107,17 +108,7 @@ describe('riskwatch watchlists import (built CLI)', () => {
     db = await openAccounts(testEnv.env);
     [acme, globex] = await Promise.all([db.customer('acme'), db.customer('globex')]);
     orm = await connectOrm(testEnv.env.DATABASE_URL!, 2);
-    const networks = BUILT_IN_NETWORKS;
-    watchlists = new WatchlistsService(
-      orm,
-      { networks, resolve: (c, n) => resolveNetwork(c, n, { networks, configured: networks }) },
-      {
-        defaultSchedule: '*/5 * * * *',
-        defaultDeepSchedule: '0 3 * * *',
-        maxEntriesPerAccount: 1_000_000,
-        maxWatchlistsPerAccount: 1000,
-      },
-    );
+    watchlists = watchlistServices(orm, 1_000_000).lists;
     sql = new pg.Client({ connectionString: testEnv.env.DATABASE_URL });
     await sql.connect();
   }, 120_000);

@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connectOrm, type Orm } from '../../src/db/orm.js';
+import { connectDatabase as connectOrm } from '../../src/database.js';
+import type { Orm } from '../../src/db/orm.js';
 import { eventually, killHard, prepareEnv, startService, type RunningService } from '../support/service.js';
 import { newWebhookSecret, webhookFixtures } from '../support/webhook-fixtures.js';
 import { startReceiver } from '../support/webhook-receiver.js';

@@ -4,11 +4,10 @@ import pg from 'pg';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
-import { connectOrm, type Orm } from '../../src/db/orm.js';
+import { connectDatabase as connectOrm } from '../../src/database.js';
+import type { Orm } from '../../src/db/orm.js';
 import { newId } from '../../src/platform/ids.js';
-import { createLogger } from '../../src/platform/logger.js';
-import { WebhookDeliverer } from '../../src/webhooks/delivery.js';
-import { SecretBox } from '../../src/webhooks/secrets.js';
+import { eventLog } from '../support/event-log.js';
 import { eventually, prepareEnv, startService, type RunningService } from '../support/service.js';
 import { newWebhookSecret, webhookFixtures } from '../support/webhook-fixtures.js';
 import { startReceiver } from '../support/webhook-receiver.js';
@@ -260,16 +259,8 @@ describe('events-prune and the retry window', () => {
       retry_jitter_pct: 0,
       retry_after_max_s: 0,
     };
-    const deliverer = new WebhookDeliverer({
-      orm,
-      settings,
-      logger: createLogger('silent'),
-      secrets: SecretBox.fromSettings(settings),
-      userAgent: 'test',
-      // pruning sends nothing
-      queues: undefined as never,
-      http: undefined as never,
-    });
+    // The event log as the runtime composes it, webhooks' fan-out subscribed (its prune beside the log's).
+    const deliverer = eventLog(orm, settings);
     const day = 86_400_000;
     const insideWindow = await oldEvent(account, endpoint, 2 * day, 'pending');
     const pastWindow = await oldEvent(account, endpoint, 4 * day, 'pending');

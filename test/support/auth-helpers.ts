@@ -4,7 +4,7 @@ import { generateApiKey } from '../../src/accounts/api-key-format.js';
 import { presentAccount, presentCreatedKey } from '../../src/accounts/present.js';
 import type { AccountBody, CreatedApiKeyBody } from '../../src/accounts/schemas.js';
 import { AccountsService } from '../../src/accounts/service.js';
-import { connectOrm } from '../../src/db/orm.js';
+import { connectDatabase as connectOrm } from '../../src/database.js';
 import { cliJson, startService, type RunningService } from './service.js';
 import { JWT_AUDIENCE, JWT_ISSUER, KEY_ADMIN_ROLE } from './jwt.js';
 

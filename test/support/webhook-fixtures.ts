@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type pg from 'pg';
 import type { Orm } from '../../src/db/orm.js';
 import { newId } from '../../src/platform/ids.js';
-import { appendEvents } from '../../src/webhooks/outbox.js';
+import { appendEvents, eventLog } from './event-log.js';
 
 /*
  * What the webhook delivery tests write directly: endpoints (a plaintext secret, as a row from before
@@ -42,6 +42,7 @@ export function webhookFixtures(db: pg.Client, orm: Orm) {
     async emit(accountId: string, n: number, tag: string): Promise<string[]> {
       await orm.em.fork().transactional((tx) =>
         appendEvents(
+          eventLog(orm),
           tx,
           Array.from({ length: n }, (_, i) => ({
             accountId,

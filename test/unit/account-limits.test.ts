@@ -8,7 +8,8 @@ import { loadConfig } from '../../src/config.js';
 import { ConfigError } from '../../src/platform/config.js';
 import { AppError } from '../../src/platform/errors.js';
 import { createLogger } from '../../src/platform/logger.js';
-import { connectOrm, type Orm } from '../../src/db/orm.js';
+import { connectDatabase as connectOrm } from '../../src/database.js';
+import type { Orm } from '../../src/db/orm.js';
 import { createTestDatabase } from '../support/env.js';
 import { rejection } from '../support/rejection.js';
 

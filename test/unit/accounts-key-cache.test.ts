@@ -3,7 +3,8 @@ import { generateApiKey, hashApiKey } from '../../src/accounts/api-key-format.js
 import { AccountsService, type AccountsOptions } from '../../src/accounts/service.js';
 import { applyMigrations } from '../../src/db/migrate.js';
 import { createLogger } from '../../src/platform/logger.js';
-import { connectOrm, type Orm } from '../../src/db/orm.js';
+import { connectDatabase as connectOrm } from '../../src/database.js';
+import type { Orm } from '../../src/db/orm.js';
 import { createTestDatabase } from '../support/env.js';
 import { rejection } from '../support/rejection.js';
 
