@@ -24,7 +24,8 @@ import { WatchlistEntriesService } from './watchlists/entries.js';
 import { WatchlistHistoryService } from './watchlists/history.js';
 import { WatchlistsService } from './watchlists/lists.js';
 import { RescansService } from './watchlists/rescans.js';
-import { countWatchedTargets, WatchlistScanner } from './watchlists/scan.js';
+import { WatchlistRepository } from './watchlists/repository.js';
+import { WatchlistScanner } from './watchlists/scan.js';
 import { WebhookDeliveriesService } from './webhooks/deliveries.js';
 import { WebhookDeliverer } from './webhooks/delivery.js';
 import { WebhookEndpointsService } from './webhooks/endpoints.js';
@@ -97,7 +98,8 @@ export async function createRuntime(role: string, config: Readonly<Config> = loa
     metrics: metrics.registry,
     logger,
   });
-  const impact = new ImpactService(orm, chainNames, logger, () => countWatchedTargets(orm));
+  const watchlistRows = new WatchlistRepository(orm);
+  const impact = new ImpactService(orm, chainNames, logger, () => watchlistRows.scans.countEntries());
   // The service tells the cache of each change; the cache reads through the service.
   const lists: ListsService = new ListsService(
     orm,
@@ -130,7 +132,7 @@ export async function createRuntime(role: string, config: Readonly<Config> = loa
     channel: listsChannel(config.redis.key_prefix),
     logger,
   });
-  const watchlistLists = new WatchlistsService(orm, {
+  const watchlistLists = new WatchlistsService(watchlistRows, {
     defaultSchedule: config.watchlists.default_schedule,
     defaultDeepSchedule: config.watchlists.default_deep_schedule,
     maxWatchlistsPerAccount: config.watchlists.max_per_account,
@@ -171,14 +173,14 @@ export async function createRuntime(role: string, config: Readonly<Config> = loa
     events,
     watchlists: {
       lists: watchlistLists,
-      entries: new WatchlistEntriesService(orm, providers, {
+      entries: new WatchlistEntriesService(watchlistRows, providers, {
         maxEntriesPerAccount: config.watchlists.max_entries_per_account,
       }),
-      history: new WatchlistHistoryService(orm, providers.networks),
-      rescans: new RescansService(orm, queues, config.watchlists.rescan_min_interval_s),
+      history: new WatchlistHistoryService(watchlistRows, providers.networks),
+      rescans: new RescansService(watchlistRows, queues, config.watchlists.rescan_min_interval_s),
     },
     watchlistScanner: new WatchlistScanner({
-      orm,
+      store: watchlistRows.scans,
       redis,
       redisKeyPrefix: config.redis.key_prefix,
       providers,

@@ -5,6 +5,7 @@ import { decodeCursor, keysetPage, type Page } from '../platform/cursor.js';
 import { AppError, conflict, notFound } from '../platform/errors.js';
 import { newId } from '../platform/ids.js';
 import type { Orm } from '../db/orm.js';
+import { run, time, type Time } from '../db/sql.js';
 import { displayPrefix, generateApiKey, hashApiKey, isWellFormedApiKey } from './api-key-format.js';
 import {
   AccountSchema,
@@ -24,12 +25,12 @@ export const ENTERPRISE_PLAN = 'enterprise';
 interface KeyRow {
   key_id: string;
   prefix: string;
-  key_expires_at: Date | string | null;
-  revoked_at: Date | string | null;
+  key_expires_at: Time | null;
+  revoked_at: Time | null;
   account_id: string;
   account_name: string;
   ent_status: EntitlementStatus | null;
-  ent_expires_at: Date | string | null;
+  ent_expires_at: Time | null;
   rate_limit_per_min: number | null;
 }
 
@@ -274,10 +275,10 @@ export class AccountsService {
     const row = await this.lookupKey(hashApiKey(raw));
     if (!row) throw new AppError('unauthorized', 'The API key is not valid.');
     if (row.revoked_at) throw new AppError('unauthorized', 'The API key has been revoked.');
-    if (row.key_expires_at && new Date(row.key_expires_at).getTime() <= now)
+    if (row.key_expires_at && time(row.key_expires_at).getTime() <= now)
       throw new AppError('unauthorized', 'The API key has expired.');
     const active =
-      row.ent_status === 'active' && (!row.ent_expires_at || new Date(row.ent_expires_at).getTime() > now);
+      row.ent_status === 'active' && (!row.ent_expires_at || time(row.ent_expires_at).getTime() > now);
     if (!active)
       throw new AppError(
         'entitlement_required',
@@ -301,7 +302,8 @@ export class AccountsService {
     const known = this.knownKeys?.get(hash);
     if (known) return known;
     if (this.unknownKeys?.get(hash)) return null;
-    const rows = await this.orm.em.getConnection().execute<KeyRow[]>(
+    const rows = await run<KeyRow[]>(
+      this.orm,
       `select k.id as key_id, k.prefix, k.expires_at as key_expires_at, k.revoked_at,
               a.id as account_id, a.name as account_name,
               e.status as ent_status, e.expires_at as ent_expires_at, e.rate_limit_per_min

@@ -189,15 +189,13 @@ export class EventLog {
       `select id, seq, type, created_at, data from events where ${where.sql} order by seq limit ?`,
       [...where.params, q.limit + 1],
     );
-    const items = rows
-      .slice(0, q.limit)
-      .map((r): EventView => ({
-        id: r.id,
-        seq: Number(r.seq),
-        type: r.type,
-        createdAt: time(r.created_at),
-        data: r.data,
-      }));
+    const items = rows.slice(0, q.limit).map((r): EventView => ({
+      id: r.id,
+      seq: Number(r.seq),
+      type: r.type,
+      createdAt: time(r.created_at),
+      data: r.data,
+    }));
     const last = items.at(-1);
     return {
       items,

@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { Logger } from '../platform/logger.js';
-import { LookalikeIndex, type TrustedAddresses } from '../risk/lookalike.js';
+import { LookalikeIndex, type TrustedAddresses } from './lookalike.js';
 import { normaliseAddress } from './addresses.js';
 import type { ListEntry } from './entities.js';
 import { presentListEntry, presentSanctionMatch } from './present.js';

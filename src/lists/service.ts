@@ -2,10 +2,11 @@ import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { inferChainFromAddress, parseAddress } from '../chains/addresses.js';
 import { clip, resolveNetwork, type NetworkDef } from '../chains/registry.js';
-import { decodeCursor, keysetPage, type Page } from '../platform/cursor.js';
+import { keysetPage, type Page } from '../platform/cursor.js';
 import { AppError, invalidRequest, notFound } from '../platform/errors.js';
 import { newId } from '../platform/ids.js';
 import type { Orm } from '../db/orm.js';
+import { run, time, Where, type Time } from '../db/sql.js';
 import { displayAddress, normaliseAddress } from './addresses.js';
 import { LIST_NAMES, ListEntrySchema, type ListEntry, type ListName } from './entities.js';
 import type { SanctionRecord } from './sanctions-files.js';
@@ -31,8 +32,6 @@ export interface ListStatus {
   allowed: ListEntryBody | null;
   sanctioned: SanctionMatchBody | null;
 }
-
-/** `ListEntryBody` by its former name, which other modules still import from here. */
 
 /** What an import changed. */
 export interface SanctionsImport {
@@ -62,7 +61,7 @@ interface EntryRow {
   target: string;
   label: string | null;
   reason: string | null;
-  created_at: Date | string;
+  created_at: Time;
   created_by: string;
 }
 
@@ -94,7 +93,7 @@ const entryOf = (row: EntryRow, accountId: string): ListEntry => ({
   target: row.target,
   label: row.label,
   reason: row.reason,
-  createdAt: new Date(row.created_at),
+  createdAt: time(row.created_at),
   createdBy: row.created_by,
 });
 
@@ -131,11 +130,10 @@ export class ListsService {
    * several do): the risk engine's in-memory index (ListsCache), reloaded when an import changes it.
    */
   async sanctionsIndex(): Promise<Map<string, SanctionMatch>> {
-    const rows = await this.orm.em
-      .getConnection()
-      .execute<(SanctionRow & { address: string })[]>(
-        `select address, ${SANCTION_COLUMNS} from sanctioned_addresses order by address, source, currency`,
-      );
+    const rows = await run<(SanctionRow & { address: string })[]>(
+      this.orm,
+      `select address, ${SANCTION_COLUMNS} from sanctioned_addresses order by address, source, currency`,
+    );
     const index = new Map<string, SanctionMatch>();
     for (const row of rows) if (!index.has(row.address)) index.set(row.address, sanctionMatch(row));
     return index;
@@ -146,32 +144,24 @@ export class ListsService {
    * managed entities would keep their EntityManager alive with them.
    */
   async orgEntries(accountId: string): Promise<ListEntry[]> {
-    const rows = await this.orm.em
-      .getConnection()
-      .execute<EntryRow[]>(
-        `select ${ENTRY_COLUMNS} from list_entries where account_id = ? order by created_at desc, id desc`,
-        [accountId],
-      );
+    const rows = await run<EntryRow[]>(
+      this.orm,
+      `select ${ENTRY_COLUMNS} from list_entries where account_id = ? order by created_at desc, id desc`,
+      [accountId],
+    );
     return rows.map((row) => entryOf(row, accountId));
   }
 
   /** One page of a list, newest first, optionally only the entries for one target. */
   async listEntries(accountId: string, list: string, q: ListEntriesQuery): Promise<Page<ListEntry>> {
-    const where = ['account_id = ?', 'list = ?'];
-    const params: unknown[] = [accountId, listName(list)];
-    if (q.target !== undefined) {
-      where.push('target = ?');
-      params.push(normaliseAddress(q.target));
-    }
-    if (q.cursor) {
-      const cursor = decodeCursor(q.cursor, 'lst');
-      where.push('(created_at, id) < (?, ?)');
-      params.push(cursor.at, cursor.id);
-    }
-    const rows = await this.orm.em.getConnection().execute<EntryRow[]>(
-      `select ${ENTRY_COLUMNS} from list_entries where ${where.join(' and ')}
+    const where = new Where('account_id = ? and list = ?', accountId, listName(list));
+    if (q.target !== undefined) where.and('target = ?', normaliseAddress(q.target));
+    where.before(q.cursor, 'lst', 'created_at', 'id');
+    const rows = await run<EntryRow[]>(
+      this.orm,
+      `select ${ENTRY_COLUMNS} from list_entries where ${where.sql}
           order by created_at desc, id desc limit ?`,
-      [...params, q.limit + 1],
+      [...where.params, q.limit + 1],
     );
     return keysetPage(
       rows.map((row) => entryOf(row, accountId)),
@@ -329,21 +319,20 @@ export class ListsService {
 
   /** The imported sanctions sources: as-of date, import time and counts per currency. */
   async sanctionSources(): Promise<SanctionsSource[]> {
-    const rows = await this.orm.em
-      .getConnection()
-      .execute<
-        { source: string; currency: string; n: string; list_as_of: string; imported_at: Date | string }[]
-      >(
-        `select source, currency, count(*) as n, to_char(max(list_as_of), 'YYYY-MM-DD') as list_as_of,
+    const rows = await run<
+      { source: string; currency: string; n: string; list_as_of: string; imported_at: Time }[]
+    >(
+      this.orm,
+      `select source, currency, count(*) as n, to_char(max(list_as_of), 'YYYY-MM-DD') as list_as_of,
               max(imported_at) as imported_at
          from sanctioned_addresses group by source, currency order by source, currency`,
-      );
+    );
     const sources = new Map<string, SanctionsSource>();
     for (const r of rows) {
       const source = sources.get(r.source) ?? {
         source: r.source,
         listAsOf: r.list_as_of,
-        importedAt: new Date(r.imported_at),
+        importedAt: time(r.imported_at),
         total: 0,
         byCurrency: new Map<string, number>(),
       };

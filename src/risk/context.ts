@@ -2,7 +2,7 @@ import type { NetworkDef } from '../chains/registry.js';
 import type { AccountListView } from '../lists/cache.js';
 import type { ListStatus } from '../lists/service.js';
 import { finding, SEVERITIES, suppress, type Evidence, type Finding } from './findings.js';
-import { findLookalike } from './lookalike.js';
+import { findLookalike } from '../lists/lookalike.js';
 import type { Intent } from './policy.js';
 import { score, type RiskLevel } from './scoring.js';
 import { describeSolanaKind, isSolanaTargetTypeMismatch } from './solana/kind.js';

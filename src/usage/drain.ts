@@ -3,6 +3,7 @@ import type { Redis } from 'ioredis';
 import type { Logger } from '../platform/logger.js';
 import type { Orm } from '../db/orm.js';
 import { BATCH_FIELD, type UsageEntry } from './recorder.js';
+import { insertCalls } from './repository.js';
 
 const GROUP = 'usage-drain';
 /** Stream entries per read; each holds up to 200 calls (the recorder's batches). */
@@ -101,7 +102,7 @@ export class UsageDrain {
     for (const [, fields] of entries)
       for (let i = 0; i + 1 < fields.length; i += 2)
         if (fields[i] === BATCH_FIELD) rows.push(...(JSON.parse(fields[i + 1]!) as UsageEntry[]));
-    await this.insert(rows);
+    await insertCalls(this.orm, rows);
     const ids = entries.map(([id]) => id);
     await this.redis
       .multi()
@@ -109,19 +110,5 @@ export class UsageDrain {
       .xdel(this.streamKey, ...ids)
       .exec();
     return rows.length;
-  }
-
-  private async insert(rows: UsageEntry[]): Promise<void> {
-    if (rows.length === 0) return;
-    await this.orm.em.getConnection().execute(
-      `insert into usage_records
-         (id, account_id, api_key_id, api_key_prefix, method, endpoint, status, latency_ms, request_id, at)
-       select id, account_id, api_key_id, api_key_prefix, method, endpoint, status, latency_ms, request_id, at
-         from jsonb_to_recordset(?::jsonb) as r(id varchar, account_id varchar, api_key_id varchar,
-              api_key_prefix varchar, method varchar, endpoint varchar, status smallint, latency_ms int,
-              request_id varchar, at timestamptz)
-       on conflict (id) do nothing`,
-      [JSON.stringify(rows)],
-    );
   }
 }

@@ -11,8 +11,10 @@ import type { Connect } from '../db/orm.js';
 import { AppError } from '../platform/errors.js';
 import type { DatabaseSettings } from '../platform/settings.js';
 import { newEntrySchema, type ImportSummaryBody, type NewEntry } from './schemas.js';
-import { WatchlistEntriesService, type NetworkResolver } from './entries.js';
+import { WatchlistEntriesService } from './entries.js';
+import type { NetworkResolver } from './targets.js';
 import { WatchlistsService } from './lists.js';
+import { WatchlistRepository } from './repository.js';
 import type { WatchlistsSettings } from './settings.js';
 
 type Print = (line: string) => void;
@@ -119,12 +121,13 @@ export function registerWatchlistCommands(
           defaultRateLimitPerMin: cfg.rate_limit.default_per_min,
         });
         const account = await accounts.getAccount(accountRef);
-        const lists = new WatchlistsService(orm, {
+        const rows = new WatchlistRepository(orm);
+        const lists = new WatchlistsService(rows, {
           defaultSchedule: cfg.watchlists.default_schedule,
           defaultDeepSchedule: cfg.watchlists.default_deep_schedule,
           maxWatchlistsPerAccount: cfg.watchlists.max_per_account,
         });
-        const service = new WatchlistEntriesService(orm, networkResolver(cfg.chains), {
+        const service = new WatchlistEntriesService(rows, networkResolver(cfg.chains), {
           maxEntriesPerAccount: cfg.watchlists.max_entries_per_account,
         });
         await lists.getWatchlist(account.id, watchlistId); // not_found before reading a line

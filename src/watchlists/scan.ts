@@ -1,27 +1,32 @@
 import type { Redis } from 'ioredis';
 import type { ChainProviders } from '../chains/providers.js';
 import type { NetworkDef } from '../chains/registry.js';
-import type { Orm } from '../db/orm.js';
 import type { AfterCommit, EventLog, NewEvent } from '../events/log.js';
 import type { ImpactService } from '../impact/service.js';
 import type { JobPayload, JobQueues, ScanMode } from '../jobs/queues.js';
 import { AppError } from '../platform/errors.js';
 import { newId } from '../platform/ids.js';
 import type { Logger } from '../platform/logger.js';
-import type { RiskService, TargetVerdict, TokenVerdict } from '../risk/service.js';
-import { diffAlerts, type AlertDraft, type AlertThresholds, type Verdict } from './diff.js';
+import type { RiskService } from '../risk/service.js';
+import {
+  alertThresholds,
+  chunkWrite,
+  compareStates,
+  raiseAlerts,
+  storedVerdict,
+  targetTypeOf,
+  toAnalyse,
+  type AlertRowDraft,
+  type EntryOutcome,
+  type ScannedEntry,
+  type StoredVerdict,
+} from './judge.js';
 import type { WatchMetrics, WatchOverview } from './metrics.js';
 import { presentAlertEvent } from './present.js';
+import type { ScanRepository } from './repository/scans.js';
 import { DueTimes } from './schedule.js';
 import type { WatchlistsSettings } from './settings.js';
-import {
-  readEvmStates,
-  readSolanaStates,
-  stateHash,
-  type EvmStateRead,
-  type SolanaStateRead,
-  type WatchedState,
-} from './state.js';
+import { readEvmStates, readSolanaStates } from './state.js';
 import { alertOf, KnownNetworks } from './views.js';
 
 /*
@@ -49,7 +54,8 @@ const DUE_BATCH = 500;
 const SCAN_PROGRESS_TTL_S = 86_400;
 
 export interface WatchlistScannerDeps {
-  orm: Orm;
+  /** The scans' SQL. */
+  store: ScanRepository;
   redis: Redis;
   redisKeyPrefix: string;
   providers: ChainProviders;
@@ -62,67 +68,8 @@ export interface WatchlistScannerDeps {
   events: EventLog;
 }
 
-interface EntryRow {
-  id: string;
-  account_id: string;
-  watchlist_id: string;
-  chain: string;
-  network: string;
-  target: string;
-  target_type: string | null;
-  state_hash: string | null;
-  snapshot_id: string | null;
-  verdict: StoredVerdict | null;
-}
-
-interface DueListRow {
-  id: string;
-  schedule: string;
-  deep_schedule: string;
-  tick_due: boolean | null;
-  deep_due: boolean | null;
-}
-
-interface SnapshotRow {
-  id: string;
-  state: WatchedState;
-  hash: string;
-  read_at_height: string | number;
-}
-
-/** The verdict an entry keeps: the last complete one (an incomplete one never looks like a removal). */
-type StoredVerdict = Verdict & { at: string };
-
-/** An alert row as the scan inserts it. */
-interface AlertRowDraft {
-  id: string;
-  watchlist_id: string;
-  entry_id: string;
-  target: string;
-  network: string;
-  type: string;
-  severity: string;
-  previous: unknown;
-  current: unknown;
-  evidence: unknown;
-  created_at: string;
-}
-
-/** What one entry's scan produced, before it is written. */
-interface EntryOutcome {
-  entry: EntryRow;
-  read: SolanaStateRead | EvmStateRead;
-  hash: string;
-  changed: boolean;
-  verdict?: StoredVerdict;
-  /** `ok`, `incomplete`, or the error code of the full analysis. */
-  outcome: string;
-  alerts: AlertDraft[];
-}
-
 export class WatchlistScanner {
   private metrics: WatchMetrics | undefined;
-
   private readonly networks: KnownNetworks;
 
   constructor(private readonly deps: WatchlistScannerDeps) {
@@ -132,10 +79,6 @@ export class WatchlistScanner {
   /** Metrics of this process (workers only). */
   useMetrics(metrics: WatchMetrics): void {
     this.metrics = metrics;
-  }
-
-  private get sql() {
-    return this.deps.orm.em.getConnection();
   }
 
   /**
@@ -149,18 +92,11 @@ export class WatchlistScanner {
     const minuteMs = Math.floor(at.getTime() / 60_000) * 60_000;
     const minute = new Date(minuteMs);
     const dueTimes = new DueTimes(minute);
+    const { store } = this.deps;
     let enqueued = 0;
     for (let after = ''; ;) {
-      const batch = await this.deps.orm.em.fork().transactional(async (em) => {
-        const lists = await em.execute<DueListRow[]>(
-          `select id, schedule, deep_schedule, next_tick_at <= ?::timestamptz as tick_due,
-                  next_deep_at <= ?::timestamptz as deep_due
-             from watchlists
-            where (next_tick_at <= ?::timestamptz or next_deep_at <= ?::timestamptz) and id > ?
-            order by id limit ${DUE_BATCH} for update`,
-          [minute, minute, minute, minute, after],
-          'all',
-        );
+      const batch = await store.transactional(async (em) => {
+        const lists = await store.lockDue(em, minute, after, DUE_BATCH);
         const due = lists.map((wl) => {
           const mode: ScanMode = wl.deep_due ? 'deep' : 'tick';
           const scanId = `${mode}-${wl.id}-${minuteMs / 1000}`;
@@ -168,32 +104,14 @@ export class WatchlistScanner {
         });
         await this.deps.queues.enqueueMany('watchlist-tick', due);
         // A deep scan reads the state too: it stands for a tick due at the same minute.
-        const moved = lists.map((wl) => ({
-          id: wl.id,
-          next_tick_at: wl.tick_due || wl.deep_due ? dueTimes.next(wl.schedule) : undefined,
-          next_deep_at: wl.deep_due ? dueTimes.next(wl.deep_schedule) : undefined,
-        }));
-        if (moved.length)
-          await em.execute(
-            `update watchlists w
-                set next_tick_at = case when u.tick then u.next_tick_at else w.next_tick_at end,
-                    next_deep_at = case when u.deep then u.next_deep_at else w.next_deep_at end
-               from jsonb_to_recordset(?::jsonb) as u(id text, tick boolean, next_tick_at timestamptz,
-                    deep boolean, next_deep_at timestamptz)
-              where w.id = u.id`,
-            [
-              JSON.stringify(
-                moved.map((m) => ({
-                  id: m.id,
-                  tick: m.next_tick_at !== undefined,
-                  next_tick_at: m.next_tick_at ?? null,
-                  deep: m.next_deep_at !== undefined,
-                  next_deep_at: m.next_deep_at ?? null,
-                })),
-              ),
-            ],
-            'run',
-          );
+        await store.moveDue(
+          em,
+          lists.map((wl) => ({
+            id: wl.id,
+            next_tick_at: wl.tick_due || wl.deep_due ? dueTimes.next(wl.schedule) : undefined,
+            next_deep_at: wl.deep_due ? dueTimes.next(wl.deep_schedule) : undefined,
+          })),
+        );
         return lists;
       });
       enqueued += batch.length;
@@ -204,34 +122,25 @@ export class WatchlistScanner {
 
   /** A tick: the list's entries, network by network in id order, as chunk jobs `<scan_id>-<n>`. */
   async fanOut(job: JobPayload<'watchlist-tick'>): Promise<{ chunks: number; entries: number }> {
-    const networks = await this.sql.execute<{ network: string }[]>(
-      'select distinct network from watchlist_entries where watchlist_id = ? order by network',
-      [job.watchlist_id],
-      'all',
-    );
     const pending: { payload: JobPayload<'watchlist-chunk'>; jobId: string }[] = [];
     let chunks = 0;
     let entries = 0;
     const flush = async () => {
       await this.deps.queues.enqueueMany('watchlist-chunk', pending.splice(0));
     };
-    for (const { network } of networks) {
+    for (const network of await this.deps.store.networksOf(job.watchlist_id)) {
       let after = '';
       for (;;) {
-        const rows = await this.sql.execute<{ id: string }[]>(
-          `select id from watchlist_entries where watchlist_id = ? and network = ? and id > ?
-            order by id limit ${CHUNK_SIZE * 10}`,
-          [job.watchlist_id, network, after],
-          'all',
-        );
-        for (let i = 0; i < rows.length; i += CHUNK_SIZE) {
-          const ids = rows.slice(i, i + CHUNK_SIZE).map((r) => r.id);
-          pending.push({ payload: { ...job, entry_ids: ids }, jobId: `${job.scan_id}-${chunks++}` });
-        }
-        entries += rows.length;
+        const ids = await this.deps.store.entryIds(job.watchlist_id, network, after, CHUNK_SIZE * 10);
+        for (let i = 0; i < ids.length; i += CHUNK_SIZE)
+          pending.push({
+            payload: { ...job, entry_ids: ids.slice(i, i + CHUNK_SIZE) },
+            jobId: `${job.scan_id}-${chunks++}`,
+          });
+        entries += ids.length;
         if (pending.length >= ENQUEUE_BATCH) await flush();
-        if (rows.length < CHUNK_SIZE * 10) break;
-        after = rows[rows.length - 1]!.id;
+        if (ids.length < CHUNK_SIZE * 10) break;
+        after = ids[ids.length - 1]!;
       }
     }
     // Progress first (the chunks may start at once), then the last jobs.
@@ -250,109 +159,61 @@ export class WatchlistScanner {
     job: JobPayload<'watchlist-chunk'>,
   ): Promise<{ scanned: number; changed: number; alerts: number }> {
     const started = performance.now();
-    const [watchlist] = await this.sql.execute<{ thresholds: Record<string, number> }[]>(
-      'select thresholds from watchlists where id = ?',
-      [job.watchlist_id],
-      'all',
-    );
-    const entries = watchlist
-      ? await this.sql
-          .execute<EntryRow[]>(
-            // By primary key alone: with stale statistics the planner would scan the list for the watchlist id.
-            `select id, account_id, watchlist_id, chain, network, target, target_type, state_hash, snapshot_id, verdict
-             from watchlist_entries where id = any(?::text[]) order by id`,
-            [`{${job.entry_ids.join(',')}}`],
-            'all',
-          )
-          .then((rows) => rows.filter((r) => r.watchlist_id === job.watchlist_id))
-      : [];
+    const { store } = this.deps;
+    const thresholds = await store.thresholds(job.watchlist_id);
+    const entries = thresholds ? await store.entries(job.watchlist_id, job.entry_ids) : [];
     if (entries.length === 0) return { scanned: 0, changed: 0, alerts: 0 };
 
     const network = this.deps.providers.resolve(undefined, entries[0]!.network);
     const reads = await this.readStates(network, entries).catch(async (err: unknown) => {
-      await this.markOutcome(entries, errorCode(err));
+      await store.markOutcome(
+        entries.map((e) => e.id),
+        errorCode(err),
+      );
       throw err;
     });
-    const outcomes = await this.judge(job.mode, entries, reads, thresholdsOf(watchlist!.thresholds));
-    const inserted = await this.write(job, outcomes);
+    const outcomes = compareStates(entries, reads);
+    const [snapshots] = await Promise.all([
+      store.snapshotsOf(entries),
+      eachLimited(toAnalyse(job.mode, outcomes), this.deps.settings.deep_concurrency, async (o) => {
+        const result = await this.analyse(o, o.changed && o.entry.state_hash !== null);
+        if ('verdict' in result) o.verdict = result.verdict;
+        o.outcome = result.outcome;
+      }),
+    ]);
+    raiseAlerts(outcomes, snapshots, alertThresholds(thresholds));
+    const written = await this.write(job, outcomes);
 
     const seconds = (performance.now() - started) / 1000;
     this.metrics?.chunkDuration.observe({ mode: job.mode }, seconds);
     for (const o of outcomes) this.metrics?.scans.inc({ mode: job.mode, outcome: o.outcome });
-    for (const a of inserted.alerts) this.metrics?.alerts.inc({ type: a.type, severity: a.severity });
-    this.metrics?.snapshots.inc(inserted.snapshots);
-    this.deps.impact.count('alerts_delivered', inserted.alerts.length);
-    await inserted.afterCommit();
+    for (const a of written.alerts) this.metrics?.alerts.inc({ type: a.type, severity: a.severity });
+    this.metrics?.snapshots.inc(written.snapshots);
+    this.deps.impact.count('alerts_delivered', written.alerts.length);
+    await written.afterCommit();
     await this.chunkDone(job);
     return {
       scanned: outcomes.length,
       changed: outcomes.filter((o) => o.changed).length,
-      alerts: inserted.alerts.length,
+      alerts: written.alerts.length,
     };
   }
 
   /** Entries on every list, and the age of the oldest check, for the gauges. */
   async overview(): Promise<WatchOverview> {
-    const [row] = await this.sql.execute<{ entries: string; oldest: Date | null }[]>(
-      `select count(*) as entries, min(coalesce(last_checked_at, created_at)) as oldest from watchlist_entries`,
-      [],
-      'all',
-    );
-    const oldest = row?.oldest ? new Date(row.oldest).getTime() : Date.now();
-    return { entries: Number(row?.entries ?? 0), oldestCheckAgeS: Math.max(0, (Date.now() - oldest) / 1000) };
+    const { entries, oldest } = await this.deps.store.overview();
+    const oldestMs = oldest ? oldest.getTime() : Date.now();
+    return { entries, oldestCheckAgeS: Math.max(0, (Date.now() - oldestMs) / 1000) };
   }
 
-  private readStates(network: NetworkDef, entries: readonly EntryRow[]) {
+  private readStates(network: NetworkDef, entries: readonly ScannedEntry[]) {
     const addresses = entries.map((e) => e.target);
     return network.family === 'solana'
       ? readSolanaStates(this.deps.providers.solana(network), addresses)
       : readEvmStates(this.deps.providers.evm(network), addresses);
   }
 
-  /**
-   * Hashes compared; the full analysis (at most `deep_concurrency` at once) for the entries that need it:
-   * all of them on a deep scan or a rescan, else those whose state changed since the last scan.
-   */
-  private async judge(
-    mode: ScanMode,
-    entries: readonly EntryRow[],
-    reads: readonly (SolanaStateRead | EvmStateRead)[],
-    thresholds: AlertThresholds,
-  ): Promise<EntryOutcome[]> {
-    const snapshots = await this.previousSnapshots(entries);
-    const outcomes: EntryOutcome[] = entries.map((entry, i) => {
-      const read = reads[i]!;
-      const hash = stateHash(read.state);
-      return { entry, read, hash, changed: hash !== entry.state_hash, outcome: 'ok', alerts: [] };
-    });
-    // A tick analyses only real changes: a new entry's first read is its baseline, judged by the next deep
-    // scan or a rescan (a 100,000-entry list must not cost 100,000 analyses on its first tick).
-    const analysed = outcomes.filter((o) => mode !== 'tick' || (o.changed && o.entry.state_hash !== null));
-    await eachLimited(analysed, this.deps.settings.deep_concurrency, async (o) => {
-      const result = await this.analyse(o, o.changed && o.entry.state_hash !== null);
-      if ('verdict' in result) o.verdict = result.verdict;
-      o.outcome = result.outcome;
-    });
-    for (const o of outcomes) {
-      const snapshot = o.entry.snapshot_id ? snapshots.get(o.entry.snapshot_id) : undefined;
-      if (!snapshot || o.entry.state_hash === null) continue; // the baseline raises nothing
-      const height = Number(snapshot.read_at_height);
-      const at = o.read.state.family === 'solana' ? { slot: height } : { block: height };
-      o.alerts = diffAlerts({
-        entryId: o.entry.id,
-        previous: {
-          ...at,
-          state: snapshot.state,
-          hash: snapshot.hash,
-          verdict: o.entry.verdict ?? undefined,
-        },
-        current: { ...o.read, verdict: o.verdict },
-        thresholds,
-      });
-    }
-    return outcomes;
-  }
-
+  /** The full analysis of one entry (`fresh`: its state changed, so nothing cached is reused). */
   private async analyse(
     o: EntryOutcome,
     fresh: boolean,
@@ -377,139 +238,38 @@ export class WatchlistScanner {
     }
   }
 
-  private async previousSnapshots(entries: readonly EntryRow[]): Promise<Map<string, SnapshotRow>> {
-    const ids = entries.map((e) => e.snapshot_id).filter((id): id is string => id !== null);
-    if (ids.length === 0) return new Map();
-    const rows = await this.sql.execute<SnapshotRow[]>(
-      'select id, state, hash, read_at_height from watchlist_snapshots where id = any(?::text[])',
-      [`{${ids.join(',')}}`],
-      'all',
-    );
-    return new Map(rows.map((r) => [r.id, r]));
-  }
-
-  /** Snapshots of the changes, the alerts, and every entry's scan columns: one transaction. */
+  /**
+   * Snapshots of the changes, the alerts, every entry's scan columns and each new alert's event: one
+   * transaction, so neither an alert nor its event exists without the other.
+   */
   private async write(
     job: JobPayload<'watchlist-chunk'>,
     outcomes: readonly EntryOutcome[],
   ): Promise<{ snapshots: number; alerts: { type: string; severity: string }[]; afterCommit: AfterCommit }> {
     const now = new Date();
-    const byId = new Map(outcomes.map((o) => [o.entry.id, o]));
-    const changed = outcomes.filter((o) => o.changed);
-    const snapshotIds = new Map(changed.map((o) => [o.entry.id, newId('snp', now.getTime())]));
-    const snapshots = changed.map((o) => ({
-      id: snapshotIds.get(o.entry.id)!,
-      account_id: o.entry.account_id,
-      entry_id: o.entry.id,
-      scan_id: job.scan_id,
-      state: o.read.state,
-      hash: o.hash,
-      read_at_height: 'slot' in o.read ? o.read.slot : o.read.block,
-      read_at: now.toISOString(),
-      verdict: o.verdict ?? null,
-    }));
-    const alerts: (AlertRowDraft & Record<string, unknown>)[] = outcomes.flatMap((o) =>
-      o.alerts.map((a) => ({
-        id: newId('alr', now.getTime()),
-        account_id: o.entry.account_id,
-        watchlist_id: job.watchlist_id,
-        entry_id: o.entry.id,
-        target: o.entry.target,
-        network: o.entry.network,
-        type: a.type,
-        severity: a.severity,
-        previous: a.previous,
-        current: a.current,
-        evidence: a.evidence,
-        fingerprint: a.fingerprint,
-        scan_id: job.scan_id,
-        created_at: now.toISOString(),
-      })),
-    );
-    const updates = outcomes.map((o) => ({
-      id: o.entry.id,
-      outcome: o.outcome,
-      state_hash: o.hash,
-      snapshot_id: o.changed ? snapshotIds.get(o.entry.id)! : null,
-      // the baseline is no change
-      changed_at: o.changed && o.entry.state_hash !== null ? now.toISOString() : null,
-      risk_level: o.verdict?.level ?? null,
-      risk_score: o.verdict?.score ?? null,
-      verdict: o.verdict ?? null,
-      deep: job.mode !== 'tick' || o.verdict !== undefined,
-    }));
-
-    return this.deps.orm.em.fork().transactional(async (em) => {
-      const written = changed.length
-        ? await em.execute<{ id: string; entry_id: string }[]>(
-            `insert into watchlist_snapshots (id, account_id, entry_id, scan_id, state, hash, read_at_height, read_at, verdict)
-             select id, account_id, entry_id, scan_id, state, hash, read_at_height, read_at, verdict
-               from jsonb_to_recordset(?::jsonb) as r(id text, account_id text, entry_id text, scan_id text,
-                    state jsonb, hash text, read_at_height bigint, read_at timestamptz, verdict jsonb)
-              -- an entry removed while its chunk ran leaves nothing behind
-              where exists (select 1 from watchlist_entries e where e.id = r.entry_id)
-             on conflict (entry_id, scan_id) do update
-               set state = excluded.state, hash = excluded.hash, read_at_height = excluded.read_at_height,
-                   read_at = excluded.read_at, verdict = excluded.verdict
-             returning id, entry_id`,
-            [JSON.stringify(snapshots)],
-            'all',
-          )
-        : [];
-      // A retried scan's snapshot keeps the id of the first attempt's row.
-      const byEntry = new Map(written.map((r) => [r.entry_id, r.id]));
-      for (const u of updates) if (u.snapshot_id) u.snapshot_id = byEntry.get(u.id) ?? u.snapshot_id;
-      const raised = alerts.length
-        ? await em.execute<{ id: string; entry_id: string; type: string; severity: string }[]>(
-            `insert into watchlist_alerts (id, account_id, watchlist_id, entry_id, target, network, type, severity,
-                    previous, current, evidence, fingerprint, scan_id, status, created_at, updated_at)
-             select id, account_id, watchlist_id, entry_id, target, network, type, severity, previous, current,
-                    evidence, fingerprint, scan_id, 'open', created_at, created_at
-               from jsonb_to_recordset(?::jsonb) as r(id text, account_id text, watchlist_id text, entry_id text,
-                    target text, network text, type text, severity text, previous jsonb, current jsonb,
-                    evidence jsonb, fingerprint text, scan_id text, created_at timestamptz)
-              where exists (select 1 from watchlist_entries e where e.id = r.entry_id)
-             on conflict (entry_id, fingerprint) do nothing
-             returning id, entry_id, type, severity`,
-            [JSON.stringify(alerts)],
-            'all',
-          )
-        : [];
-      await em.execute(
-        `update watchlist_entries e
-            set last_checked_at = ?::timestamptz,
-                last_outcome = u.outcome,
-                state_hash = u.state_hash,
-                snapshot_id = coalesce(u.snapshot_id, e.snapshot_id),
-                changed_at = coalesce(u.changed_at, e.changed_at),
-                risk_level = coalesce(u.risk_level, e.risk_level),
-                risk_score = coalesce(u.risk_score, e.risk_score),
-                verdict = coalesce(u.verdict, e.verdict),
-                deep_checked_at = case when u.deep then ?::timestamptz else e.deep_checked_at end
-           from jsonb_to_recordset(?::jsonb) as u(id text, outcome text, state_hash text, snapshot_id text,
-                changed_at timestamptz, risk_level text, risk_score int, verdict jsonb, deep boolean)
-          where e.id = u.id`,
-        [now.toISOString(), now.toISOString(), JSON.stringify(updates)],
-        'run',
-      );
-      // Each new alert is an event (the outbox): in this transaction, so neither exists without the other.
+    const rows = chunkWrite(job, outcomes, now, (prefix) => newId(prefix, now.getTime()));
+    const byEntry = new Map(outcomes.map((o) => [o.entry.id, o]));
+    const drafts = new Map(rows.alerts.map((a) => [a.id, a]));
+    return this.deps.store.transactional(async (em) => {
+      const written = await this.deps.store.writeChunk(em, rows, now);
       const { afterCommit } = await this.deps.events.append(
         em,
-        raised.map((r) => alertEvent(r.id, job.watchlist_id, byId, alerts, this.networks)),
+        written.alerts.map((r) => this.alertEvent(drafts.get(r.id)!, byEntry.get(r.entry_id)!)),
         now,
       );
-      return { snapshots: written.length, alerts: raised, afterCommit };
+      return { ...written, afterCommit };
     });
   }
 
-  /** Records why a chunk could not read its states; the job is retried, and a success overwrites it. */
-  private async markOutcome(entries: readonly EntryRow[], outcome: string): Promise<void> {
-    await this.sql
-      .execute('update watchlist_entries set last_outcome = ? where id = any(?::text[])', [
-        outcome,
-        `{${entries.map((e) => e.id).join(',')}}`,
-      ])
-      .catch(() => undefined);
+  /** The `watchlist.alert` event of a new alert (docs/api.md, "Events"): the alert as the API shows it. */
+  private alertEvent(alert: AlertRowDraft, o: EntryOutcome): NewEvent<'watchlist.alert'> {
+    const view = alertOf({ ...alert, status: 'open', updated_at: alert.created_at }, this.networks);
+    return {
+      accountId: alert.account_id,
+      type: 'watchlist.alert',
+      watchlistId: alert.watchlist_id,
+      data: presentAlertEvent(view, o.entry.verdict, o.verdict),
+    };
   }
 
   private progressKey(scanId: string): string {
@@ -528,65 +288,6 @@ export class WatchlistScanner {
       // progress is for the metric only: a Redis hiccup here must not fail a written chunk
     }
   }
-}
-
-/** Entries on every watchlist (the public impact's `targets_monitored`). */
-export async function countWatchedTargets(orm: Orm): Promise<number> {
-  const [row] = await orm.em
-    .getConnection()
-    .execute<{ n: string }[]>('select count(*) as n from watchlist_entries', [], 'all');
-  return Number(row?.n ?? 0);
-}
-
-/** The `watchlist.alert` event of alert `alertId` (docs/api.md, "Events"), its alert as the API shows it. */
-function alertEvent(
-  alertId: string,
-  watchlistId: string,
-  outcomes: ReadonlyMap<string, EntryOutcome>,
-  drafts: readonly AlertRowDraft[],
-  networks: KnownNetworks,
-): NewEvent<'watchlist.alert'> {
-  const alert = drafts.find((a) => a.id === alertId)!;
-  const o = outcomes.get(alert.entry_id)!;
-  const view = alertOf(
-    {
-      ...alert,
-      evidence: alert.evidence as Record<string, unknown>,
-      status: 'open',
-      updated_at: alert.created_at,
-    },
-    networks,
-  );
-  return {
-    accountId: o.entry.account_id,
-    type: 'watchlist.alert',
-    watchlistId,
-    data: presentAlertEvent(view, o.entry.verdict, o.verdict),
-  };
-}
-
-/** The target type a state shows, for entries added without one. */
-export function targetTypeOf(state: WatchedState): string {
-  if (state.family === 'evm') return state.kind === 'contract' ? 'contract' : 'wallet';
-  return state.kind === 'mint' ? 'token' : state.kind === 'program' ? 'program' : 'wallet';
-}
-
-function storedVerdict(v: TargetVerdict | TokenVerdict): StoredVerdict {
-  return {
-    level: v.riskLevel,
-    score: v.riskScore,
-    findings: v.findings
-      .filter((f) => !f.suppressed)
-      .map((f) => ({ code: f.code, severity: f.severity, evidence: f.evidence })),
-    complete: v.complete,
-    at: v.evaluatedAt.toISOString(),
-  };
-}
-
-/** `{ balance_change_pct }` as the API stores it → the diff's thresholds. */
-function thresholdsOf(t: Record<string, number>): AlertThresholds {
-  const percent = t.balance_change_pct;
-  return typeof percent === 'number' ? { balance_change: { percent } } : {};
 }
 
 function errorCode(err: unknown): string {

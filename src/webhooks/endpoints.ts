@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { lockAccount } from '../accounts/lock.js';
 import { clip } from '../chains/registry.js';
 import type { Orm } from '../db/orm.js';
-import { Patch, run, time, timeOrNull, Where, type Db, type Time } from '../db/sql.js';
+import { Patch, run, time, Where, type Db } from '../db/sql.js';
 import type { EventLog } from '../events/log.js';
 import { keysetPage, type Page } from '../platform/cursor.js';
 import { AppError, conflict, invalidRequest, notFound } from '../platform/errors.js';
@@ -12,6 +12,17 @@ import { insertDeliveries } from './fan-out.js';
 import type { EndpointUpdate, NewEndpoint } from './schemas.js';
 import { endpointSecretContext, SecretBox } from './secrets.js';
 import type { WebhookUrlPolicy } from './ssrf.js';
+import {
+  emptyStats,
+  ENDPOINT_COLUMNS,
+  endpointOf,
+  type CreatedEndpointView,
+  type DeliveryStats,
+  type EndpointRow,
+  type EndpointView,
+  type RotatedSecret,
+  type TestSent,
+} from './views.js';
 
 /*
  * An account's webhook endpoints (the webhook_endpoints table): CRUD, secret rotation and test events. The
@@ -51,63 +62,6 @@ export interface WebhookEndpointsOptions {
   watchlistsOf: (accountId: string, ids: readonly string[]) => Promise<ReadonlySet<string>>;
   maxEndpointsPerAccount?: number;
 }
-
-export interface DeliveryStats {
-  pending: number;
-  succeeded: number;
-  failed: number;
-  expired: number;
-}
-
-export interface EndpointView {
-  id: string;
-  url: string;
-  events: string[];
-  watchlistIds: string[] | null;
-  description: string | null;
-  enabled: boolean;
-  disabledReason: string | null;
-  disabledAt: Date | null;
-  failingSince: Date | null;
-  /** Null when the previous secret no longer signs (never rotated, or past its overlap). */
-  previousSecretExpiresAt: Date | null;
-  createdAt: Date;
-  updatedAt: Date;
-  stats: DeliveryStats;
-}
-
-export interface CreatedEndpointView extends EndpointView {
-  secret: string;
-}
-
-export interface RotatedSecret {
-  secret: string;
-  previousSecretExpiresAt: Date;
-}
-
-export interface TestSent {
-  eventId: string;
-  deliveryId: string;
-}
-
-interface EndpointRow {
-  id: string;
-  url: string;
-  description: string | null;
-  events: string[];
-  watchlist_ids: string[] | null;
-  enabled: boolean;
-  disabled_at: Time | null;
-  disabled_reason: string | null;
-  failing_since: Time | null;
-  previous_secret_expires_at: Time | null;
-  created_at: Time;
-  updated_at: Time;
-}
-
-const ENDPOINT_COLUMNS =
-  'id, url, description, events, watchlist_ids, enabled, disabled_at, disabled_reason, failing_since, ' +
-  'previous_secret_expires_at, created_at, updated_at';
 
 /** A signing secret: `whsec_` + base64 of 24 random bytes (Standard Webhooks). */
 const newSecret = () => `whsec_${randomBytes(24).toString('base64')}`;
@@ -410,24 +364,3 @@ export class WebhookEndpointsService {
 }
 
 const unique = (ids: readonly string[]) => [...new Set(ids)];
-
-const emptyStats = (): DeliveryStats => ({ pending: 0, succeeded: 0, failed: 0, expired: 0 });
-
-function endpointOf(r: EndpointRow, stats: DeliveryStats = emptyStats()): EndpointView {
-  const previousExpires = timeOrNull(r.previous_secret_expires_at);
-  return {
-    id: r.id,
-    url: r.url,
-    events: r.events,
-    watchlistIds: r.watchlist_ids,
-    description: r.description,
-    enabled: r.enabled,
-    disabledReason: r.disabled_reason,
-    disabledAt: timeOrNull(r.disabled_at),
-    failingSince: timeOrNull(r.failing_since),
-    previousSecretExpiresAt: previousExpires && previousExpires > new Date() ? previousExpires : null,
-    createdAt: time(r.created_at),
-    updatedAt: time(r.updated_at),
-    stats,
-  };
-}

@@ -10,7 +10,7 @@ import type {
   TestAcceptedBody,
 } from './schemas.js';
 import type { DeliveryView } from './deliveries.js';
-import type { CreatedEndpointView, EndpointView, RotatedSecret, TestSent } from './endpoints.js';
+import type { CreatedEndpointView, EndpointView, RotatedSecret, TestSent } from './views.js';
 
 const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);
 

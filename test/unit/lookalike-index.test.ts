@@ -5,7 +5,7 @@ import { ListsCache } from '../../src/lists/cache.js';
 import type { ListEntry } from '../../src/lists/entities.js';
 import type { ListsService } from '../../src/lists/service.js';
 import { createLogger } from '../../src/platform/logger.js';
-import { findLookalike, LookalikeIndex } from '../../src/risk/lookalike.js';
+import { findLookalike, LookalikeIndex } from '../../src/lists/lookalike.js';
 
 /** A deterministic lower-case EVM address per label. */
 const addressOf = (label: string) =>

@@ -5,7 +5,7 @@ import type { AccountListView } from '../../src/lists/cache.js';
 import type { ListStatus } from '../../src/lists/service.js';
 import { applyContext, type EvaluationContext } from '../../src/risk/context.js';
 import { finding, type Finding, type FindingCode, type Severity } from '../../src/risk/findings.js';
-import { LookalikeIndex } from '../../src/risk/lookalike.js';
+import { LookalikeIndex } from '../../src/lists/lookalike.js';
 import { score } from '../../src/risk/scoring.js';
 import type { ChainAnalysis, ListInputs, TargetKind } from '../../src/risk/types.js';
 

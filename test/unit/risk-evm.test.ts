@@ -10,7 +10,7 @@ import {
   mergeKnownWalletImplementations,
   type KnownWalletImplementations,
 } from '../../src/risk/known/evm.js';
-import { findLookalike } from '../../src/risk/lookalike.js';
+import { findLookalike } from '../../src/lists/lookalike.js';
 import type { ChainAnalysis } from '../../src/risk/types.js';
 import { startAnvil, type RunningAnvil } from '../support/evm/anvil.js';
 import { EIP1967_ADMIN_SLOT, EIP1967_IMPLEMENTATION_SLOT } from '../support/evm/bytecode.js';

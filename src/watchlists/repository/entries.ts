@@ -1,0 +1,146 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { Orm } from '../../db/orm.js';
+import { run, Where } from '../../db/sql.js';
+import { decodeCursor } from '../../platform/cursor.js';
+import type { EntriesQuery } from '../schemas.js';
+import { ENTRY_COLUMNS, type EntryRow } from '../views.js';
+
+/** A new entry's row (its list and account given apart). */
+export interface NewEntryRow {
+  id: string;
+  chain: string;
+  /** CAIP-2 id. */
+  network: string;
+  target: string;
+  label: string | null;
+  target_type: string | null;
+}
+
+/** A (network, target) pair of a removal, with the index of the request item it answers. */
+export interface TargetProbe {
+  i: number;
+  network: string;
+  target: string;
+}
+
+/** Ids as a PostgreSQL array literal (addresses: base58 or hex, nothing to quote). */
+const textArray = (items: readonly string[]) => `{${items.join(',')}}`;
+
+/** The watchlist_entries table, and the snapshots and alerts that go with a removed entry. */
+export class EntryRows {
+  constructor(private readonly orm: Orm) {}
+
+  /**
+   * The entries of the list with one of `targets` (any network): one `target = any(…)` look-up, the network
+   * matched by the caller. A lateral probe per row let the planner, on a list whose statistics are stale (a
+   * new large list, before autovacuum's ANALYZE), filter every row of the list for each probe.
+   */
+  withTargets(
+    em: EntityManager,
+    watchlistId: string,
+    targets: readonly string[],
+  ): Promise<{ id: string; network: string; target: string }[]> {
+    return em.execute<{ id: string; network: string; target: string }[]>(
+      'select id, network, target from watchlist_entries where watchlist_id = ? and target = any(?::text[])',
+      [watchlistId, textArray(targets)],
+    );
+  }
+
+  /** Entries on all the account's lists together. */
+  async countOfAccount(em: EntityManager, accountId: string): Promise<number> {
+    const [row] = await em.execute<{ n: number }[]>(
+      `select count(*)::int as n from watchlist_entries
+        where watchlist_id in (select id from watchlists where account_id = ?)`,
+      [accountId],
+    );
+    return row?.n ?? 0;
+  }
+
+  /** Inserts `rows` on the list (one statement); returns those inserted (one already there is skipped). */
+  insert(
+    em: EntityManager,
+    accountId: string,
+    watchlistId: string,
+    rows: readonly NewEntryRow[],
+  ): Promise<{ id: string; network: string; target: string }[]> {
+    return em.execute<{ id: string; network: string; target: string }[]>(
+      `insert into watchlist_entries (id, account_id, watchlist_id, chain, network, target, label, target_type, created_at)
+       select r.id, ?, ?, r.chain, r.network, r.target, r.label, r.target_type, now()
+         from jsonb_to_recordset(?::jsonb)
+           as r(id text, chain text, network text, target text, label text, target_type text)
+       on conflict (watchlist_id, network, target) do nothing
+       returning id, network, target`,
+      [accountId, watchlistId, JSON.stringify(rows)],
+    );
+  }
+
+  /** One page of the list's entries in id order, filtered (`limit + 1` rows). */
+  page(accountId: string, watchlistId: string, q: EntriesQuery): Promise<EntryRow[]> {
+    const where = new Where('watchlist_id = ?', watchlistId)
+      .and('account_id = ?', accountId)
+      .andIf(q.level, 'risk_level = ?')
+      .andIf(q.changed_since, 'changed_at >= ?')
+      .andIf(q.cursor && decodeCursor(q.cursor, 'wle').id, 'id > ?');
+    return run<EntryRow[]>(
+      this.orm,
+      `select ${ENTRY_COLUMNS} from watchlist_entries where ${where.sql} order by id limit ?`,
+      [...where.params, q.limit + 1],
+    );
+  }
+
+  /** Deletes one entry of the list with its snapshots and alerts; its row, or undefined when not there. */
+  async deleteOne(
+    em: EntityManager,
+    accountId: string,
+    watchlistId: string,
+    entryId: string,
+  ): Promise<EntryRow | undefined> {
+    const [row] = await em.execute<EntryRow[]>(
+      `delete from watchlist_entries where id = ? and watchlist_id = ? and account_id = ? returning ${ENTRY_COLUMNS}`,
+      [entryId, watchlistId, accountId],
+    );
+    if (row) await this.deleteHistory(em, accountId, [row.id]);
+    return row;
+  }
+
+  /**
+   * Deletes the list's entries at the (network, target) pairs of `probes` (looked up through the unique
+   * index, one probe per pair, then deleted by id), with their snapshots and alerts; returns each entry
+   * deleted with the index of its probe.
+   */
+  async deleteAt(
+    em: EntityManager,
+    accountId: string,
+    watchlistId: string,
+    probes: readonly TargetProbe[],
+  ): Promise<{ id: string; i: number }[]> {
+    const found = await em.execute<{ id: string; i: number }[]>(
+      `select e.id, r.i from jsonb_to_recordset(?::jsonb) as r(i int, network text, target text)
+         cross join lateral (
+           select id from watchlist_entries
+            where watchlist_id = ? and network = r.network and target = r.target and account_id = ?
+            limit 1) e`,
+      [JSON.stringify(probes), watchlistId, accountId],
+    );
+    if (found.length === 0) return [];
+    const ids = found.map((r) => r.id);
+    await em.execute(
+      'delete from watchlist_entries where id in (select jsonb_array_elements_text(?::jsonb))',
+      [JSON.stringify(ids)],
+      'run',
+    );
+    await this.deleteHistory(em, accountId, ids);
+    return found;
+  }
+
+  /** Deletes the snapshots and alerts of removed entries. */
+  private async deleteHistory(em: EntityManager, accountId: string, entryIds: readonly string[]) {
+    const ids = JSON.stringify(entryIds);
+    for (const table of ['watchlist_snapshots', 'watchlist_alerts'])
+      await em.execute(
+        `delete from ${table} where account_id = ? and entry_id in (select jsonb_array_elements_text(?::jsonb))`,
+        [accountId, ids],
+        'run',
+      );
+  }
+}
