@@ -31,6 +31,8 @@ import { WebhookDeliverer } from './webhooks/delivery.js';
 import { WebhookEndpointsService } from './webhooks/endpoints.js';
 import { WebhookFanOut } from './webhooks/fan-out.js';
 import { WebhookHttpClient } from './webhooks/http.js';
+import { WebhookRepository } from './webhooks/repository.js';
+import { WebhookSecretStore } from './webhooks/secret-store.js';
 import { SecretBox } from './webhooks/secrets.js';
 import { WebhookUrlPolicy } from './webhooks/ssrf.js';
 
@@ -80,6 +82,8 @@ export interface Runtime {
   webhooks: { endpoints: WebhookEndpointsService; deliveries: WebhookDeliveriesService };
   /** Seals and opens the webhook signing secrets (`webhooks.secrets_key`). */
   webhookSecrets: SecretBox;
+  /** The stored signing secrets: sealed at a worker's start, resealed by `riskwatch secrets`. */
+  webhookSecretStore: WebhookSecretStore;
   /** Sends webhook deliveries (the workers' side of webhooks; metrics attached by the worker role). */
   webhookDeliverer: WebhookDeliverer;
 }
@@ -110,7 +114,8 @@ export async function createRuntime(role: string, config: Readonly<Config> = loa
   const webhookSecrets = SecretBox.fromSettings(config.webhooks);
   // Webhooks subscribes to the event log: a delivery per matching endpoint, in the event's transaction.
   const events = new EventLog(orm, config.webhooks.event_retention_days);
-  const fanOut = new WebhookFanOut(queues, config.webhooks);
+  const webhookRows = new WebhookRepository(orm);
+  const fanOut = new WebhookFanOut(webhookRows.deliveries, queues, config.webhooks);
   events.subscribe(fanOut);
   // One URL policy for the endpoints the API accepts and the addresses the deliverer connects to.
   const urlPolicy = new WebhookUrlPolicy({
@@ -118,7 +123,7 @@ export async function createRuntime(role: string, config: Readonly<Config> = loa
     allowHttp: config.webhooks.allow_http,
   });
   const webhookDeliverer = new WebhookDeliverer({
-    orm,
+    repo: webhookRows,
     queues,
     http: new WebhookHttpClient(urlPolicy),
     logger,
@@ -192,7 +197,7 @@ export async function createRuntime(role: string, config: Readonly<Config> = loa
       events,
     }),
     webhooks: {
-      endpoints: new WebhookEndpointsService(orm, {
+      endpoints: new WebhookEndpointsService(webhookRows, {
         urlPolicy,
         secretOverlapS: config.webhooks.secret_overlap_s,
         secrets: webhookSecrets,
@@ -201,9 +206,10 @@ export async function createRuntime(role: string, config: Readonly<Config> = loa
         // webhooks reads no watchlist table: the watchlists feature says which lists exist
         watchlistsOf: (accountId, ids) => watchlistLists.existing(accountId, ids),
       }),
-      deliveries: new WebhookDeliveriesService(orm, fanOut),
+      deliveries: new WebhookDeliveriesService(webhookRows, fanOut),
     },
     webhookSecrets,
+    webhookSecretStore: new WebhookSecretStore(webhookRows, webhookSecrets),
     webhookDeliverer,
   };
   redis.on('error', (err: Error) => logger.warn({ err: { message: err.message } }, 'redis error'));

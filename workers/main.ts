@@ -6,7 +6,6 @@ import { createBullConnection, createRedis } from '../src/platform/redis.js';
 import type { Runtime } from '../src/runtime.js';
 import { WatchMetrics } from '../src/watchlists/metrics.js';
 import { WebhookMetrics } from '../src/webhooks/metrics.js';
-import { WebhookSecretStore } from '../src/webhooks/secret-store.js';
 import { usageStreamKey } from '../src/usage/recorder.js';
 import { UsageDrain } from '../src/usage/drain.js';
 import { impactRefresh } from './impact-refresh.worker.js';
@@ -61,7 +60,7 @@ export function startWorkers(rt: Runtime): void {
   const deliverer = rt.webhookDeliverer;
   const scanner = rt.watchlistScanner;
   // An upgrade from plaintext secrets: sealed by the first worker that starts with a key (in the background).
-  void new WebhookSecretStore(rt.orm, rt.webhookSecrets).sealPlaintextAtStart(logger);
+  void rt.webhookSecretStore.sealPlaintextAtStart(logger);
   deliverer.useMetrics(new WebhookMetrics(rt.metrics.registry, () => deliverer.backlog()));
   scanner.useMetrics(new WatchMetrics(rt.metrics.registry, () => scanner.overview()));
   const table = handlers(rt);

@@ -144,18 +144,6 @@ export interface AlertRow {
   updated_at: Time;
 }
 
-export const WATCHLIST_COLUMNS =
-  'w.id, w.name, w.schedule, w.deep_schedule, w.thresholds, w.next_tick_at, w.next_deep_at, w.created_at, ' +
-  'w.updated_at';
-export const ENTRY_COUNT =
-  '(select count(*)::int from watchlist_entries e where e.watchlist_id = w.id) as entry_count';
-export const ENTRY_COLUMNS =
-  'id, watchlist_id, chain, network, target, label, target_type, created_at, last_checked_at, last_outcome, ' +
-  'changed_at, risk_level, risk_score, verdict';
-export const ALERT_COLUMNS =
-  'id, watchlist_id, entry_id, target, network, type, severity, previous, current, evidence, status, ' +
-  'created_at, updated_at';
-
 export function watchlistOf(r: WatchlistRow): WatchlistView {
   return {
     id: r.id,

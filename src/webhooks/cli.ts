@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import type { Connect } from '../db/orm.js';
 import { AppError } from '../platform/errors.js';
 import type { DatabaseSettings } from '../platform/settings.js';
+import { WebhookRepository } from './repository.js';
 import { WebhookSecretStore } from './secret-store.js';
 import { SecretBox } from './secrets.js';
 import type { WebhooksSettings } from './settings.js';
@@ -29,7 +30,7 @@ export function registerSecretsCommands(
     const box = SecretBox.fromSettings(cfg.webhooks);
     const orm = await connect(cfg.database.url, 2);
     try {
-      return await fn(new WebhookSecretStore(orm, box), box);
+      return await fn(new WebhookSecretStore(new WebhookRepository(orm), box), box);
     } finally {
       await orm.close();
     }

@@ -1,10 +1,11 @@
-import type { Orm } from '../db/orm.js';
-import { run, time, timeOrNull, Where, type Time } from '../db/sql.js';
+import { time, timeOrNull } from '../db/sql.js';
 import { keysetPage, type Page } from '../platform/cursor.js';
 import { notFound } from '../platform/errors.js';
 import { clip } from '../chains/registry.js';
 import type { DeliveryStatus } from './entities.js';
 import { endpointDisabled, endpointNotFound, requestDrain, type DrainRequests } from './endpoints.js';
+import type { WebhookRepository } from './repository.js';
+import type { DeliveryRow } from './repository/deliveries.js';
 import { ATTEMPT_LOG_SIZE, type DeliveriesQuery } from './schemas.js';
 
 /*
@@ -40,59 +41,19 @@ export interface DeliveryView {
   attemptLog: AttemptView[];
 }
 
-interface DeliveryRow {
-  id: string;
-  endpoint_id: string;
-  event_id: string;
-  event_type: string | null;
-  event_seq: string | number;
-  status: DeliveryStatus;
-  attempts: number;
-  next_attempt_at: Time | null;
-  last_attempt_at: Time | null;
-  last_status_code: number | null;
-  last_error: string | null;
-  created_at: Time;
-  succeeded_at: Time | null;
-}
-
-interface AttemptRow {
-  delivery_id: string;
-  attempted_at: Time;
-  status_code: number | null;
-  latency_ms: number;
-  error: string | null;
-  response_body: string | null;
-}
-
-/** A delivery with its event's type (the event log's row, gone once pruned). */
-const DELIVERY_SELECT =
-  'select d.id, d.endpoint_id, d.event_id, e.type as event_type, d.event_seq, d.status, d.attempts, ' +
-  'd.next_attempt_at, d.last_attempt_at, d.last_status_code, d.last_error, d.created_at, d.succeeded_at ' +
-  'from webhook_deliveries d left join events e on e.id = d.event_id';
-
 const deliveryNotFound = (id: string) => notFound(`Webhook delivery "${clip(id)}"`);
 
 /** The delivery log of an account, redelivery and recovery. Every query is scoped to the account. */
 export class WebhookDeliveriesService {
   constructor(
-    private readonly orm: Orm,
+    private readonly repo: WebhookRepository,
     /** Where drains are asked for; absent where nothing is to be sent. */
     private readonly drains?: DrainRequests,
   ) {}
 
   /** One page of the account's deliveries, newest first, each with its last attempts. Two queries. */
   async listDeliveries(accountId: string, q: DeliveriesQuery): Promise<Page<DeliveryView>> {
-    const where = new Where('d.account_id = ?', accountId)
-      .andIf(q.endpoint_id, 'd.endpoint_id = ?')
-      .andIf(q.status, 'd.status = ?')
-      .andIf(q.event_id, 'd.event_id = ?')
-      .before(q.cursor, 'whd', 'd.created_at', 'd.id');
-    const rows = await run<DeliveryRow[]>(
-      this.orm,
-      `${DELIVERY_SELECT} where ${where.sql} order by d.created_at desc, d.id desc limit ?`,
-      [...where.params, q.limit + 1],
-    );
+    const rows = await this.repo.deliveries.page(accountId, q);
     return keysetPage(await this.withAttempts(rows), q.limit, (d) => ({
       at: d.createdAt.toISOString(),
       id: d.id,
@@ -105,35 +66,16 @@ export class WebhookDeliveriesService {
    */
   async redeliver(accountId: string, deliveryId: string): Promise<DeliveryView> {
     const now = new Date();
-    const [updated] = await run<{ id: string; endpoint_id: string }[]>(
-      this.orm,
-      `update webhook_deliveries d set status = 'pending', next_attempt_at = ?::timestamptz
-         from webhook_endpoints w
-        where d.id = ? and d.account_id = ? and w.id = d.endpoint_id and w.account_id = d.account_id
-          and w.enabled
-        returning d.id, d.endpoint_id`,
-      [now.toISOString(), deliveryId, accountId],
-    );
+    const updated = await this.repo.deliveries.redeliver(accountId, deliveryId, now);
     if (!updated) {
-      const [found] = await run<{ endpoint_id: string; disabled_reason: string | null }[]>(
-        this.orm,
-        `select d.endpoint_id, w.disabled_reason from webhook_deliveries d
-           join webhook_endpoints w on w.id = d.endpoint_id
-          where d.id = ? and d.account_id = ?`,
-        [deliveryId, accountId],
-      );
+      const found = await this.repo.deliveries.endpointOf(accountId, deliveryId);
       if (!found) throw deliveryNotFound(deliveryId);
       throw endpointDisabled(found.endpoint_id, found.disabled_reason ?? '');
     }
     await requestDrain(this.drains, updated.endpoint_id);
-    const rows = await run<DeliveryRow[]>(
-      this.orm,
-      `${DELIVERY_SELECT} where d.id = ? and d.account_id = ?`,
-      [deliveryId, accountId],
-    );
-    const [view] = await this.withAttempts(rows);
-    if (!view) throw deliveryNotFound(deliveryId); // deleted with its endpoint meanwhile
-    return view;
+    const row = await this.repo.deliveries.get(accountId, deliveryId);
+    if (!row) throw deliveryNotFound(deliveryId); // deleted with its endpoint meanwhile
+    return (await this.withAttempts([row]))[0]!;
   }
 
   /**
@@ -141,23 +83,10 @@ export class WebhookDeliveriesService {
    * statement); the workers are asked to drain the endpoint. A disabled endpoint is a conflict.
    */
   async recover(accountId: string, endpointId: string, since: Date): Promise<number> {
-    const [endpoint] = await run<{ enabled: boolean; disabled_reason: string | null }[]>(
-      this.orm,
-      'select enabled, disabled_reason from webhook_endpoints where id = ? and account_id = ?',
-      [endpointId, accountId],
-    );
+    const endpoint = await this.repo.endpoints.state(accountId, endpointId);
     if (!endpoint) throw endpointNotFound(endpointId);
     if (!endpoint.enabled) throw endpointDisabled(endpointId, endpoint.disabled_reason ?? '');
-    const [counted] = await run<{ n: number }[]>(
-      this.orm,
-      `with recovered as (
-         update webhook_deliveries set status = 'pending', next_attempt_at = ?::timestamptz
-          where endpoint_id = ? and account_id = ? and status = 'failed' and created_at >= ?::timestamptz
-          returning 1)
-       select count(*)::int as n from recovered`,
-      [new Date().toISOString(), endpointId, accountId, since.toISOString()],
-    );
-    const n = counted?.n ?? 0;
+    const n = await this.repo.deliveries.recover(accountId, endpointId, since, new Date());
     if (n > 0) await requestDrain(this.drains, endpointId);
     return n;
   }
@@ -166,14 +95,9 @@ export class WebhookDeliveriesService {
   private async withAttempts(rows: readonly DeliveryRow[]): Promise<DeliveryView[]> {
     const byDelivery = new Map<string, AttemptView[]>();
     if (rows.length > 0) {
-      const attempts = await run<AttemptRow[]>(
-        this.orm,
-        `select d.id as delivery_id, a.attempted_at, a.status_code, a.latency_ms, a.error, a.response_body
-           from jsonb_array_elements_text(?::jsonb) as d(id)
-           cross join lateral (
-             select attempted_at, status_code, latency_ms, error, response_body from webhook_attempts
-              where delivery_id = d.id order by attempted_at desc, id desc limit ?) a`,
-        [JSON.stringify(rows.map((r) => r.id)), ATTEMPT_LOG_SIZE],
+      const attempts = await this.repo.deliveries.attempts(
+        rows.map((r) => r.id),
+        ATTEMPT_LOG_SIZE,
       );
       for (const a of attempts) {
         const log = byDelivery.get(a.delivery_id) ?? [];

@@ -1,11 +1,13 @@
 import { Webhook } from 'standardwebhooks';
-import type { Orm } from '../db/orm.js';
 import type { EventLog } from '../events/log.js';
 import type { JobQueues } from '../jobs/queues.js';
 import { newId } from '../platform/ids.js';
 import type { Logger } from '../platform/logger.js';
 import { isDeliveryFailure, type DeliveryResult, type WebhookHttpClient } from './http.js';
 import type { WebhookBacklog, WebhookMetrics } from './metrics.js';
+import type { WebhookRepository } from './repository.js';
+import type { DueRow } from './repository/deliveries.js';
+import type { SendingEndpointRow } from './repository/endpoints.js';
 import { DrainSlots } from './drain-slots.js';
 import { endpointSecretContext, SecretOpenError, type SecretBox } from './secrets.js';
 import { classify, loggedBody, outcomeLabel, type Outcome } from './outcome.js';
@@ -33,7 +35,8 @@ import type { WebhooksSettings } from './settings.js';
 const DRAIN_BATCH = 50;
 
 export interface WebhookDelivererDeps {
-  orm: Orm;
+  /** Webhooks' tables. */
+  repo: WebhookRepository;
   queues: JobQueues;
   http: WebhookHttpClient;
   logger: Logger;
@@ -46,25 +49,10 @@ export interface WebhookDelivererDeps {
 }
 
 /** An endpoint as a drain uses it: its secrets opened. */
-interface EndpointRow {
-  id: string;
-  account_id: string;
-  url: string;
-  enabled: boolean;
-  secret: string;
-  previous_secret: string | null;
-  previous_secret_expires_at: Date | null;
-  failing_since: Date | null;
-}
+type EndpointRow = SendingEndpointRow;
 
-interface DueRow {
-  id: string;
-  event_id: string;
-  attempts: number;
-  type: string;
-  data: Record<string, unknown>;
-  event_created_at: Date;
-}
+/** A delivery due whose event is still in the log. */
+type LiveDueRow = DueRow & { type: NonNullable<DueRow['type']> };
 
 export class WebhookDeliverer {
   private metrics: WebhookMetrics | undefined;
@@ -81,39 +69,18 @@ export class WebhookDeliverer {
     this.metrics = metrics;
   }
 
-  private get sql() {
-    return this.deps.orm.em.getConnection();
-  }
-
   /** The backlog gauges' numbers. */
   async backlog(): Promise<WebhookBacklog> {
-    const [row] = await this.sql.execute<{ pending: string; oldest_due: Date | null; disabled: string }[]>(
-      `select (select count(*) from webhook_deliveries where status = 'pending') as pending,
-              (select min(next_attempt_at) from webhook_deliveries d join webhook_endpoints w on w.id = d.endpoint_id
-                where d.status = 'pending' and w.enabled and d.next_attempt_at <= now()) as oldest_due,
-              (select count(*) from webhook_endpoints where not enabled) as disabled`,
-      [],
-      'all',
-    );
-    const oldest = row?.oldest_due ? new Date(row.oldest_due).getTime() : Date.now();
-    return {
-      pending: Number(row?.pending ?? 0),
-      oldestDueS: Math.max(0, (Date.now() - oldest) / 1000),
-      endpointsDisabled: Number(row?.disabled ?? 0),
-    };
+    const { pending, oldestDue, disabled } = await this.deps.repo.deliveries.backlog();
+    const oldest = oldestDue ? oldestDue.getTime() : Date.now();
+    return { pending, oldestDueS: Math.max(0, (Date.now() - oldest) / 1000), endpointsDisabled: disabled };
   }
 
   /** Every enabled endpoint with a delivery due gets one pending drain. */
   async sweep(now = new Date()): Promise<number> {
-    const rows = await this.sql.execute<{ endpoint_id: string }[]>(
-      `select distinct d.endpoint_id from webhook_deliveries d
-         join webhook_endpoints w on w.id = d.endpoint_id and w.enabled
-        where d.status = 'pending' and d.next_attempt_at <= ?`,
-      [now],
-      'all',
-    );
-    for (const r of rows) await this.requestDrain(r.endpoint_id);
-    return rows.length;
+    const endpoints = await this.deps.repo.deliveries.endpointsDue(now);
+    for (const id of endpoints) await this.requestDrain(id);
+    return endpoints.length;
   }
 
   requestDrain(endpointId: string): Promise<void> {
@@ -152,23 +119,16 @@ export class WebhookDeliverer {
     for (;;) {
       const endpoint = await this.endpoint(endpointId);
       if (!endpoint?.enabled) break;
-      const due = await this.sql.execute<(Omit<DueRow, 'type'> & { type: string | null })[]>(
-        `select d.id, d.event_id, d.attempts, e.type, e.data, e.created_at as event_created_at
-           from webhook_deliveries d left join events e on e.id = d.event_id
-          where d.endpoint_id = ? and d.status = 'pending' and d.next_attempt_at <= now()
-          order by d.event_seq limit ${DRAIN_BATCH}`,
-        [endpointId],
-        'all',
-      );
+      const due = await this.deps.repo.deliveries.due(endpointId, DRAIN_BATCH);
       if (due.length === 0) break;
       let stop = false;
       for (const delivery of due) {
         if (delivery.type === null) {
-          await this.expire([delivery.id]);
+          await this.deps.repo.deliveries.expire([delivery.id]);
           continue;
         }
         attempted++;
-        const outcome = await this.attempt(endpoint, delivery as DueRow);
+        const outcome = await this.attempt(endpoint, delivery as LiveDueRow);
         if (outcome.kind === 'succeeded') {
           succeeded++;
           continue;
@@ -181,23 +141,8 @@ export class WebhookDeliverer {
     return { attempted, succeeded };
   }
 
-  /** Closes pending deliveries whose event is gone (pruned) as `expired`. */
-  private async expire(deliveryIds: readonly string[]): Promise<void> {
-    await this.sql.execute(
-      `update webhook_deliveries set status = 'expired', next_attempt_at = null, last_error = 'event_expired'
-        where id = any(?::text[]) and status = 'pending'`,
-      [`{${deliveryIds.join(',')}}`],
-      'run',
-    );
-  }
-
   private async endpoint(id: string): Promise<EndpointRow | undefined> {
-    const [row] = await this.sql.execute<EndpointRow[]>(
-      `select id, account_id, url, enabled, secret, previous_secret, previous_secret_expires_at, failing_since
-         from webhook_endpoints where id = ?`,
-      [id],
-      'all',
-    );
+    const row = await this.deps.repo.endpoints.forSending(id);
     if (!row) return undefined;
     const secret = this.opened(row.secret, id, 'webhook deliveries held: the secret cannot be opened');
     if (secret === undefined) return undefined;
@@ -225,7 +170,7 @@ export class WebhookDeliverer {
   }
 
   /** One attempt of one delivery: send, log, and move the delivery (and the endpoint) on. */
-  private async attempt(endpoint: EndpointRow, delivery: DueRow): Promise<Outcome> {
+  private async attempt(endpoint: EndpointRow, delivery: LiveDueRow): Promise<Outcome> {
     const now = new Date();
     const body = JSON.stringify({
       type: delivery.type,
@@ -279,7 +224,7 @@ export class WebhookDeliverer {
 
   private async record(
     endpoint: EndpointRow,
-    delivery: DueRow,
+    delivery: LiveDueRow,
     now: Date,
     a: { result?: DeliveryResult; error?: string; latencyMs: number; outcome: Outcome },
   ): Promise<void> {
@@ -295,64 +240,33 @@ export class WebhookDeliverer {
               this.deps.settings.disable_after_failing_s * 1000
           ? `every attempt failed for ${Math.round(this.deps.settings.disable_after_failing_s / 3600)} hours`
           : undefined;
-    const afterCommit = await this.deps.orm.em.fork().transactional(async (em) => {
-      await em.execute(
-        `insert into webhook_attempts (id, account_id, delivery_id, endpoint_id, attempted_at, status_code, latency_ms,
-                error, response_body)
-         values (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-        [
-          newId('wha', now.getTime()),
-          endpoint.account_id,
-          delivery.id,
-          endpoint.id,
-          now,
-          a.result?.status ?? null,
-          a.latencyMs,
+    const succeeded = a.outcome.kind === 'succeeded';
+    const afterCommit = await this.deps.repo.transactional(async (em) => {
+      await this.deps.repo.deliveries.record(
+        em,
+        {
+          id: newId('wha', now.getTime()),
+          accountId: endpoint.account_id,
+          deliveryId: delivery.id,
+          endpointId: endpoint.id,
+          at: now,
+          statusCode: a.result?.status ?? null,
+          latencyMs: a.latencyMs,
           error,
-          a.result ? loggedBody(a.result.body) : null,
-        ],
-        'run',
-      );
-      await em.execute(
-        `update webhook_deliveries
-            set attempts = attempts + 1, last_attempt_at = ?, last_status_code = ?, last_error = ?,
-                status = ?, next_attempt_at = ?, succeeded_at = ?
-          where id = ?`,
-        [
-          now,
-          a.result?.status ?? null,
-          error,
-          a.outcome.kind === 'succeeded' ? 'succeeded' : failing ? 'failed' : 'pending',
-          a.outcome.kind === 'succeeded' || failing ? null : schedule,
-          a.outcome.kind === 'succeeded' ? now : null,
-          delivery.id,
-        ],
-        'run',
-      );
-      if (a.outcome.kind !== 'succeeded' && schedule)
+          responseBody: a.result ? loggedBody(a.result.body) : null,
+          status: succeeded ? 'succeeded' : failing ? 'failed' : 'pending',
+          nextAttemptAt: succeeded || failing ? null : schedule,
+        },
         // The endpoint is failing: its other due deliveries wait with this one, in order.
-        await em.execute(
-          `update webhook_deliveries set next_attempt_at = ?
-            where endpoint_id = ? and status = 'pending' and id <> ? and next_attempt_at < ?`,
-          [schedule, endpoint.id, delivery.id, schedule],
-          'run',
-        );
+        !succeeded && schedule ? schedule : null,
+      );
       // Only a change of state touches the endpoint row: a healthy endpoint's deliveries never contend on it.
       if ((failingSince === null) !== (endpoint.failing_since === null)) {
-        await em.execute(
-          'update webhook_endpoints set failing_since = ? where id = ?',
-          [failingSince, endpoint.id],
-          'run',
-        );
+        await this.deps.repo.endpoints.setFailingSince(em, endpoint.id, failingSince);
         endpoint.failing_since = failingSince;
       }
       if (!disable) return undefined;
-      await em.execute(
-        `update webhook_endpoints set enabled = false, disabled_at = ?, disabled_reason = ?, updated_at = ?
-          where id = ? and enabled`,
-        [now, disable, now, endpoint.id],
-        'run',
-      );
+      await this.deps.repo.endpoints.disable(em, endpoint.id, disable, now);
       this.metrics?.disabled.inc();
       this.deps.logger.warn({ endpoint: endpoint.id, reason: disable }, 'webhook endpoint disabled');
       const appended = await this.deps.events.append(

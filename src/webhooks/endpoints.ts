@@ -1,24 +1,22 @@
 import { randomBytes } from 'node:crypto';
 import { lockAccount } from '../accounts/lock.js';
 import { clip } from '../chains/registry.js';
-import type { Orm } from '../db/orm.js';
-import { Patch, run, time, Where, type Db } from '../db/sql.js';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { Patch, time } from '../db/sql.js';
 import type { EventLog } from '../events/log.js';
 import { keysetPage, type Page } from '../platform/cursor.js';
 import { AppError, conflict, invalidRequest, notFound } from '../platform/errors.js';
 import { newId } from '../platform/ids.js';
-import type { DeliveryStatus } from './entities.js';
 import { insertDeliveries } from './fan-out.js';
+import type { WebhookRepository } from './repository.js';
 import type { EndpointUpdate, NewEndpoint } from './schemas.js';
 import { endpointSecretContext, SecretBox } from './secrets.js';
 import type { WebhookUrlPolicy } from './ssrf.js';
 import {
   emptyStats,
-  ENDPOINT_COLUMNS,
   endpointOf,
   type CreatedEndpointView,
   type DeliveryStats,
-  type EndpointRow,
   type EndpointView,
   type RotatedSecret,
   type TestSent,
@@ -86,7 +84,7 @@ export class WebhookEndpointsService {
   private readonly maxEndpoints: number;
 
   constructor(
-    private readonly orm: Orm,
+    private readonly repo: WebhookRepository,
     private readonly options: WebhookEndpointsOptions,
   ) {
     this.maxEndpoints = options.maxEndpointsPerAccount ?? MAX_ENDPOINTS_PER_ACCOUNT;
@@ -100,14 +98,10 @@ export class WebhookEndpointsService {
     const now = new Date();
     const id = newId('we', now.getTime());
     await this.requireWatchlists(accountId, input.watchlist_ids);
-    const row = await this.orm.em.fork().transactional(async (em) => {
+    const row = await this.repo.transactional(async (em) => {
       // Concurrent creations of one account are counted one after the other.
       const account = await lockAccount(em, accountId);
-      const [counted] = await em.execute<{ n: number }[]>(
-        'select count(*)::int as n from webhook_endpoints where account_id = ?',
-        [accountId],
-      );
-      const n = counted?.n ?? 0;
+      const n = await this.repo.endpoints.count(em, accountId);
       if (n >= this.maxEndpoints)
         throw new AppError(
           'limit_exceeded',
@@ -115,29 +109,18 @@ export class WebhookEndpointsService {
             'Delete one to create another (an endpoint takes several event types and watchlists).',
         );
       const enabled = input.enabled ?? true;
-      const [inserted] = await em.execute<EndpointRow[]>(
-        `insert into webhook_endpoints (id, account_id, url, description, events, watchlist_ids, enabled, secret,
-                previous_secret, previous_secret_expires_at, disabled_at, disabled_reason, failing_since,
-                created_at, updated_at)
-         values (?, ?, ?, ?, ?::jsonb, ?::jsonb, ?, ?, null, null, ?::timestamptz, ?, null, ?::timestamptz,
-                ?::timestamptz)
-         returning ${ENDPOINT_COLUMNS}`,
-        [
-          id,
-          accountId,
-          url,
-          input.description ?? null,
-          JSON.stringify(input.events),
-          input.watchlist_ids ? JSON.stringify(unique(input.watchlist_ids)) : null,
-          enabled,
-          box.seal(secret, endpointSecretContext(id)),
-          enabled ? null : now.toISOString(),
-          enabled ? null : DISABLED_BY_ACCOUNT,
-          now.toISOString(),
-          now.toISOString(),
-        ],
-      );
-      return inserted!;
+      return this.repo.endpoints.insert(em, {
+        id,
+        accountId,
+        url,
+        description: input.description ?? null,
+        events: input.events,
+        watchlistIds: input.watchlist_ids ? unique(input.watchlist_ids) : null,
+        enabled,
+        sealedSecret: box.seal(secret, endpointSecretContext(id)),
+        disabledReason: enabled ? null : DISABLED_BY_ACCOUNT,
+        now,
+      });
     });
     return { ...endpointOf(row, emptyStats()), secret };
   }
@@ -147,16 +130,10 @@ export class WebhookEndpointsService {
     accountId: string,
     q: { limit: number; cursor?: string | undefined },
   ): Promise<Page<EndpointView>> {
-    const where = new Where('account_id = ?', accountId).before(q.cursor, 'we', 'created_at', 'id');
-    const rows = await run<EndpointRow[]>(
-      this.orm,
-      `select ${ENDPOINT_COLUMNS} from webhook_endpoints where ${where.sql}
-        order by created_at desc, id desc limit ?`,
-      [...where.params, q.limit + 1],
-    );
+    const rows = await this.repo.endpoints.page(accountId, q.limit, q.cursor);
     const page = keysetPage(rows, q.limit, (r) => ({ at: time(r.created_at).toISOString(), id: r.id }));
     const stats = await this.stats(
-      this.orm,
+      undefined,
       accountId,
       page.items.map((r) => r.id),
     );
@@ -164,13 +141,9 @@ export class WebhookEndpointsService {
   }
 
   async getEndpoint(accountId: string, id: string): Promise<EndpointView> {
-    const [row] = await run<EndpointRow[]>(
-      this.orm,
-      `select ${ENDPOINT_COLUMNS} from webhook_endpoints where id = ? and account_id = ?`,
-      [id, accountId],
-    );
+    const row = await this.repo.endpoints.get(accountId, id);
     if (!row) throw endpointNotFound(id);
-    return endpointOf(row, (await this.stats(this.orm, accountId, [id])).get(id));
+    return endpointOf(row, (await this.stats(undefined, accountId, [id])).get(id));
   }
 
   /**
@@ -180,11 +153,8 @@ export class WebhookEndpointsService {
   async updateEndpoint(accountId: string, id: string, patch: EndpointUpdate): Promise<EndpointView> {
     const url = patch.url === undefined ? undefined : this.checkUrl(patch.url);
     if (patch.watchlist_ids) await this.requireWatchlists(accountId, patch.watchlist_ids);
-    const { row, reenabled } = await this.orm.em.fork().transactional(async (em) => {
-      const [current] = await em.execute<EndpointRow[]>(
-        `select ${ENDPOINT_COLUMNS} from webhook_endpoints where id = ? and account_id = ? for update`,
-        [id, accountId],
-      );
+    const { row, reenabled } = await this.repo.transactional(async (em) => {
+      const current = await this.repo.endpoints.get(accountId, id, em);
       if (!current) throw endpointNotFound(id);
       const set = new Patch();
       if (url !== undefined) set.set('url', url);
@@ -208,31 +178,19 @@ export class WebhookEndpointsService {
           .set('disabled_reason', DISABLED_BY_ACCOUNT);
       if (set.empty) return { row: current, reenabled: false };
       set.set('updated_at', now.toISOString(), '::timestamptz');
-      const [updated] = await em.execute<EndpointRow[]>(
-        `update webhook_endpoints set ${set.sql} where id = ? and account_id = ? returning ${ENDPOINT_COLUMNS}`,
-        [...set.params, id, accountId],
-      );
-      return { row: updated!, reenabled: enabling };
+      return { row: await this.repo.endpoints.update(em, accountId, id, set), reenabled: enabling };
     });
     if (reenabled) await requestDrain(this.options.drains, id);
-    return endpointOf(row, (await this.stats(this.orm, accountId, [id])).get(id));
+    return endpointOf(row, (await this.stats(undefined, accountId, [id])).get(id));
   }
 
   /** Deletes the endpoint with its deliveries and their attempts; returns it as it was. */
   async deleteEndpoint(accountId: string, id: string): Promise<EndpointView> {
-    return this.orm.em.fork().transactional(async (em) => {
-      const [row] = await em.execute<EndpointRow[]>(
-        `select ${ENDPOINT_COLUMNS} from webhook_endpoints where id = ? and account_id = ? for update`,
-        [id, accountId],
-      );
+    return this.repo.transactional(async (em) => {
+      const row = await this.repo.endpoints.get(accountId, id, em);
       if (!row) throw endpointNotFound(id);
       const stats = await this.stats(em, accountId, [id]);
-      for (const sql of [
-        'delete from webhook_attempts where endpoint_id = ? and account_id = ?',
-        'delete from webhook_deliveries where endpoint_id = ? and account_id = ?',
-        'delete from webhook_endpoints where id = ? and account_id = ?',
-      ])
-        await em.execute(sql, [id, accountId], 'run');
+      await this.repo.endpoints.delete(em, accountId, id);
       return endpointOf(row, stats.get(id));
     });
   }
@@ -247,24 +205,17 @@ export class WebhookEndpointsService {
     const secret = newSecret();
     const now = new Date();
     const expiresAt = new Date(now.getTime() + this.options.secretOverlapS * 1000);
-    await this.orm.em.fork().transactional(async (em) => {
-      const [current] = await em.execute<{ secret: string }[]>(
-        'select secret from webhook_endpoints where id = ? and account_id = ? for update',
-        [id, accountId],
-      );
-      if (!current) throw endpointNotFound(id);
+    await this.repo.transactional(async (em) => {
+      const current = await this.repo.endpoints.lockSecret(em, accountId, id);
+      if (current === undefined) throw endpointNotFound(id);
       // A secret stored before encryption is sealed as it becomes the previous one.
-      const previous = SecretBox.isSealed(current.secret)
-        ? current.secret
-        : box.seal(current.secret, context);
-      await em.execute(
-        `update webhook_endpoints
-            set previous_secret = ?, previous_secret_expires_at = ?::timestamptz, secret = ?,
-                updated_at = ?::timestamptz
-          where id = ? and account_id = ?`,
-        [previous, expiresAt.toISOString(), box.seal(secret, context), now.toISOString(), id, accountId],
-        'run',
-      );
+      const previous = SecretBox.isSealed(current) ? current : box.seal(current, context);
+      await this.repo.endpoints.rotate(em, accountId, id, {
+        secret: box.seal(secret, context),
+        previous,
+        expiresAt,
+        now,
+      });
     });
     return { secret, previousSecretExpiresAt: expiresAt };
   }
@@ -275,11 +226,8 @@ export class WebhookEndpointsService {
    */
   async sendTest(accountId: string, id: string): Promise<TestSent> {
     const now = new Date();
-    const sent = await this.orm.em.fork().transactional(async (em) => {
-      const [endpoint] = await em.execute<{ enabled: boolean; disabled_reason: string | null }[]>(
-        'select enabled, disabled_reason from webhook_endpoints where id = ? and account_id = ? for share',
-        [id, accountId],
-      );
+    const sent = await this.repo.transactional(async (em) => {
+      const endpoint = await this.repo.endpoints.state(accountId, id, em);
       if (!endpoint) throw endpointNotFound(id);
       if (!endpoint.enabled) throw endpointDisabled(id, endpoint.disabled_reason ?? '');
       // No endpoint subscribes to `webhook.test`: the log's fan-out delivers it nowhere, this one here.
@@ -296,13 +244,10 @@ export class WebhookEndpointsService {
         now,
       );
       const event = events[0]!;
-      await insertDeliveries(em, [event], now, id);
-      const [delivery] = await em.execute<{ id: string }[]>(
-        'select id from webhook_deliveries where event_id = ? and endpoint_id = ?',
-        [event.id, id],
-      );
-      if (!delivery) throw new Error(`webhook.test: no delivery was written for endpoint ${id}`);
-      return { eventId: event.id, deliveryId: delivery.id };
+      await insertDeliveries(this.repo.deliveries, em, [event], now, id);
+      const deliveryId = await this.repo.deliveries.idOf(em, event.id, id);
+      if (!deliveryId) throw new Error(`webhook.test: no delivery was written for endpoint ${id}`);
+      return { eventId: event.id, deliveryId };
     });
     await requestDrain(this.options.drains, id);
     return sent;
@@ -344,17 +289,10 @@ export class WebhookEndpointsService {
   }
 
   /** Delivery counts by status of each endpoint: one grouped query. */
-  private async stats(db: Db, accountId: string, endpointIds: readonly string[]) {
+  private async stats(em: EntityManager | undefined, accountId: string, endpointIds: readonly string[]) {
     const stats = new Map<string, DeliveryStats>();
     if (endpointIds.length === 0) return stats;
-    const rows = await run<{ endpoint_id: string; status: DeliveryStatus; n: number }[]>(
-      db,
-      `select endpoint_id, status, count(*)::int as n from webhook_deliveries
-        where account_id = ? and endpoint_id in (select jsonb_array_elements_text(?::jsonb))
-        group by endpoint_id, status`,
-      [accountId, JSON.stringify(endpointIds)],
-    );
-    for (const r of rows) {
+    for (const r of await this.repo.deliveries.countsOf(accountId, endpointIds, em)) {
       const s = stats.get(r.endpoint_id) ?? emptyStats();
       s[r.status] = r.n;
       stats.set(r.endpoint_id, s);

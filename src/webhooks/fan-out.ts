@@ -1,6 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { EventSubscriber, StoredEvent } from '../events/log.js';
 import type { JobQueues } from '../jobs/queues.js';
+import type { DeliveryRows } from './repository/deliveries.js';
 import type { WebhooksSettings } from './settings.js';
 
 /*
@@ -16,6 +17,7 @@ export class WebhookFanOut implements EventSubscriber {
     "exists (select 1 from webhook_deliveries d where d.event_id = e.id and d.status = 'pending')";
 
   constructor(
+    private readonly deliveries: DeliveryRows,
     private readonly queues: Pick<JobQueues, 'enqueueOnce'>,
     private readonly settings: Pick<
       WebhooksSettings,
@@ -24,7 +26,7 @@ export class WebhookFanOut implements EventSubscriber {
   ) {}
 
   async fanOut(em: EntityManager, events: readonly StoredEvent[], now: Date) {
-    const endpoints = await insertDeliveries(em, events, now);
+    const endpoints = await insertDeliveries(this.deliveries, em, events, now);
     if (endpoints.length === 0) return undefined;
     return async () => {
       for (const id of endpoints) await this.requestDrain(id);
@@ -45,21 +47,7 @@ export class WebhookFanOut implements EventSubscriber {
    */
   async prune(em: EntityManager, before: Date, now: Date): Promise<{ expired: number }> {
     const windowStart = new Date(now.getTime() - retryWindowMs(this.settings));
-    await em.execute('delete from webhook_attempts where attempted_at < ?', [before], 'run');
-    await em.execute(
-      "delete from webhook_deliveries where created_at < ? and status <> 'pending'",
-      [before],
-      'run',
-    );
-    const expired = await em.execute<{ affectedRows?: number }>(
-      `update webhook_deliveries d set status = 'expired', next_attempt_at = null, last_error = 'event_expired'
-         from events e
-        where e.id = d.event_id and e.created_at < ? and d.status = 'pending'
-          and coalesce(d.last_attempt_at, d.created_at) < ?`,
-      [before, windowStart],
-      'run',
-    );
-    return { expired: expired.affectedRows ?? 0 };
+    return { expired: await this.deliveries.prune(em, before, windowStart) };
   }
 }
 
@@ -68,40 +56,26 @@ export class WebhookFanOut implements EventSubscriber {
  * event of a watchlist, to that watchlist or all), in `em`'s transaction; returns the endpoints that got
  * one. `onlyEndpoint` (a `webhook.test`) delivers to that endpoint alone, whatever it subscribes to.
  */
-export async function insertDeliveries(
+export function insertDeliveries(
+  deliveries: DeliveryRows,
   em: EntityManager,
   events: readonly StoredEvent[],
   now: Date,
   onlyEndpoint?: string,
 ): Promise<string[]> {
-  if (events.length === 0) return [];
-  const rows = events.map((e) => ({
-    id: e.id,
-    account_id: e.accountId,
-    seq: e.seq,
-    type: e.type,
-    watchlist_id: e.watchlistId,
-  }));
-  const deliveries = await em.execute<{ endpoint_id: string }[]>(
-    `insert into webhook_deliveries (id, account_id, endpoint_id, event_id, event_seq, status, attempts,
-            next_attempt_at, created_at)
-     select 'whd_' || substr(md5(w.id || e.id), 1, 28), e.account_id, w.id, e.id, e.seq, 'pending', 0,
-            -- behind the endpoint's back-off while it fails: never sent before the deliveries it follows
-            greatest(?::timestamptz, (select max(p.next_attempt_at) from webhook_deliveries p
-                                       where p.endpoint_id = w.id and p.status = 'pending')),
-            ?::timestamptz
-       from jsonb_to_recordset(?::jsonb) as e(id text, account_id text, seq bigint, type text, watchlist_id text)
-       join webhook_endpoints w on w.account_id = e.account_id and w.enabled
-        and (case when ?::text is null
-                  then w.events @> jsonb_build_array(e.type)
-                   and (w.watchlist_ids is null or e.watchlist_id is null
-                        or w.watchlist_ids @> jsonb_build_array(e.watchlist_id))
-                  else w.id = ?::text end)
-     on conflict (endpoint_id, event_id) do nothing
-     returning endpoint_id`,
-    [now.toISOString(), now.toISOString(), JSON.stringify(rows), onlyEndpoint ?? null, onlyEndpoint ?? null],
+  if (events.length === 0) return Promise.resolve([]);
+  return deliveries.insertFor(
+    em,
+    events.map((e) => ({
+      id: e.id,
+      account_id: e.accountId,
+      seq: e.seq,
+      type: e.type,
+      watchlist_id: e.watchlistId,
+    })),
+    now,
+    onlyEndpoint ?? null,
   );
-  return [...new Set(deliveries.map((d) => d.endpoint_id))];
 }
 
 /**

@@ -1,4 +1,4 @@
-import type { Orm } from '../db/orm.js';
+import type { WebhookRepository } from './repository.js';
 import type { Logger } from '../platform/logger.js';
 import { endpointSecretContext, SecretBox, SecretOpenError, sealedPattern } from './secrets.js';
 
@@ -44,7 +44,7 @@ export interface SecretsStatus {
 
 export class WebhookSecretStore {
   constructor(
-    private readonly orm: Orm,
+    private readonly repo: WebhookRepository,
     private readonly box: SecretBox,
   ) {}
 
@@ -59,17 +59,8 @@ export class WebhookSecretStore {
     const report: ResealReport = { kid, endpoints: 0, secrets: 0, plaintext: 0, unreadable: [] };
     let after = '';
     for (;;) {
-      const rows = await this.orm.em.fork().transactional(async (em) => {
-        const batch = await em.execute<
-          { id: string; secret: string; previous_secret: string | null; previous_expired: boolean }[]
-        >(
-          `select id, secret, previous_secret,
-                  coalesce(previous_secret_expires_at <= now(), true) as previous_expired
-             from webhook_endpoints
-            where id > ? and (secret not like ? or previous_secret not like ?)
-            order by id limit ${BATCH} for update`,
-          [after, fresh, fresh],
-        );
+      const rows = await this.repo.transactional(async (em) => {
+        const batch = await this.repo.endpoints.lockUnsealed(em, after, fresh, BATCH);
         for (const row of batch) {
           const context = endpointSecretContext(row.id);
           const reseal = (column: Column, stored: string): string => {
@@ -92,11 +83,7 @@ export class WebhookSecretStore {
               ? null
               : reseal('previous_secret', row.previous_secret);
           if (secret === row.secret && previous === row.previous_secret) continue;
-          await em.execute(
-            'update webhook_endpoints set secret = ?, previous_secret = ? where id = ?',
-            [secret, previous, row.id],
-            'run',
-          );
+          await this.repo.endpoints.storeSecrets(em, row.id, secret, previous);
           report.endpoints++;
         }
         return batch;
@@ -108,22 +95,14 @@ export class WebhookSecretStore {
 
   /** Stored secrets counted by the key they are sealed under; nothing is opened. */
   async status(): Promise<SecretsStatus> {
-    const rows = await this.orm.em.getConnection().execute<{ kid: string | null; n: number }[]>(
-      `select case when v like ? then split_part(v, ':', 3) end as kid, count(*)::int as n
-           from webhook_endpoints cross join lateral (values (secret), (previous_secret)) s(v)
-          where v is not null group by 1`,
-      [sealedPattern()],
-      'all',
-    );
-    const [counted] = await this.orm.em
-      .getConnection()
-      .execute<{ n: number }[]>('select count(*)::int as n from webhook_endpoints', [], 'all');
+    const rows = await this.repo.endpoints.secretKids(sealedPattern());
+    const endpoints = await this.repo.endpoints.countAll();
     const known = new Set(this.box.kids);
     const sealed = Object.fromEntries(rows.flatMap((r) => (r.kid === null ? [] : [[r.kid, r.n]])));
     return {
       kid: this.box.kid ?? null,
       previous_kids: this.box.kids.filter((kid) => kid !== this.box.kid),
-      endpoints: counted?.n ?? 0,
+      endpoints,
       sealed,
       plaintext: rows.find((r) => r.kid === null)?.n ?? 0,
       unopenable: rows.reduce((n, r) => (r.kid !== null && !known.has(r.kid) ? n + r.n : n), 0),

@@ -5,10 +5,6 @@ import { time, timeOrNull, type Time } from '../db/sql.js';
  * them, and the mapping from one to the other.
  */
 
-export const ENDPOINT_COLUMNS =
-  'id, url, description, events, watchlist_ids, enabled, disabled_at, disabled_reason, failing_since, ' +
-  'previous_secret_expires_at, created_at, updated_at';
-
 export interface DeliveryStats {
   pending: number;
   succeeded: number;

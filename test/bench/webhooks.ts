@@ -28,6 +28,7 @@ import { JobQueues } from '../../src/jobs/queues.js';
 import { newId } from '../../src/platform/ids.js';
 import { EventLog, type NewEvent } from '../../src/events/log.js';
 import { WebhookFanOut } from '../../src/webhooks/fan-out.js';
+import { WebhookRepository } from '../../src/webhooks/repository.js';
 import { REDIS_URL } from '../support/env.js';
 import { prepareEnv, startService, type RunningService } from '../support/service.js';
 import { startReceiver, type Receiver } from '../support/webhook-receiver.js';
@@ -59,7 +60,7 @@ async function run(
   const perEndpoint = Math.floor(EVENTS / endpoints);
   // The event log as the runtime composes it: webhooks' fan-out subscribed, drains asked after each commit.
   const events = new EventLog(orm, 30);
-  events.subscribe(new WebhookFanOut(queues, loadConfig({}).webhooks));
+  events.subscribe(new WebhookFanOut(new WebhookRepository(orm).deliveries, queues, loadConfig({}).webhooks));
   const receivers: { accountId: string; receiver: Receiver; receivedAt: Map<string, number> }[] = [];
   for (let i = 0; i < endpoints; i++) {
     const secret = `whsec_${randomBytes(24).toString('base64')}`;

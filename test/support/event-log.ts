@@ -2,6 +2,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Orm } from '../../src/db/orm.js';
 import { EventLog, type NewEvent } from '../../src/events/log.js';
 import { WebhookFanOut } from '../../src/webhooks/fan-out.js';
+import { WebhookRepository } from '../../src/webhooks/repository.js';
 import type { WebhooksSettings } from '../../src/webhooks/settings.js';
 
 /** Any event as a test writes it: `data` need not follow its type's schema (fixtures tag events freely). */
@@ -19,7 +20,13 @@ export function eventLog(
   > = { event_retention_days: 30, retry_schedule_s: [5], retry_jitter_pct: 0, retry_after_max_s: 0 },
 ): EventLog {
   const log = new EventLog(orm, settings.event_retention_days);
-  log.subscribe(new WebhookFanOut({ enqueueOnce: () => Promise.resolve() }, settings));
+  log.subscribe(
+    new WebhookFanOut(
+      new WebhookRepository(orm).deliveries,
+      { enqueueOnce: () => Promise.resolve() },
+      settings,
+    ),
+  );
   return log;
 }
 

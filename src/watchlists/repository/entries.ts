@@ -3,7 +3,11 @@ import type { Orm } from '../../db/orm.js';
 import { run, Where } from '../../db/sql.js';
 import { decodeCursor } from '../../platform/cursor.js';
 import type { EntriesQuery } from '../schemas.js';
-import { ENTRY_COLUMNS, type EntryRow } from '../views.js';
+import type { EntryRow } from '../views.js';
+
+const ENTRY_COLUMNS =
+  'id, watchlist_id, chain, network, target, label, target_type, created_at, last_checked_at, last_outcome, ' +
+  'changed_at, risk_level, risk_score, verdict';
 
 /** A new entry's row (its list and account given apart). */
 export interface NewEntryRow {

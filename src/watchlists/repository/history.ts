@@ -1,7 +1,11 @@
 import type { Orm } from '../../db/orm.js';
 import { run, Where } from '../../db/sql.js';
 import type { AlertsQuery } from '../schemas.js';
-import { ALERT_COLUMNS, type AlertRow, type SnapshotRow } from '../views.js';
+import type { AlertRow, SnapshotRow } from '../views.js';
+
+const ALERT_COLUMNS =
+  'id, watchlist_id, entry_id, target, network, type, severity, previous, current, evidence, status, ' +
+  'created_at, updated_at';
 
 /** The watchlist_snapshots and watchlist_alerts tables as the API reads them (the scans write them). */
 export class HistoryRows {

@@ -1,7 +1,13 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Orm } from '../../db/orm.js';
 import { run, Where, type Patch } from '../../db/sql.js';
-import { ENTRY_COUNT, WATCHLIST_COLUMNS, type WatchlistRow } from '../views.js';
+import type { WatchlistRow } from '../views.js';
+
+const WATCHLIST_COLUMNS =
+  'w.id, w.name, w.schedule, w.deep_schedule, w.thresholds, w.next_tick_at, w.next_deep_at, w.created_at, ' +
+  'w.updated_at';
+const ENTRY_COUNT =
+  '(select count(*)::int from watchlist_entries e where e.watchlist_id = w.id) as entry_count';
 
 /** A new list's row. */
 export interface NewListRow {
