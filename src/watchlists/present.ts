@@ -110,11 +110,13 @@ export const presentAlert = (a: AlertView): AlertBody => ({
  */
 export const presentAlertEvent = (
   a: AlertView,
+  /** The entry's chain as stored with it. */
+  chain: string,
   before: { level: RiskLevel; score: number } | null | undefined,
   now: { level: RiskLevel; score: number } | undefined,
 ): EventData<'watchlist.alert'> => ({
   watchlist_id: a.watchlistId,
-  entry: { id: a.entryId, target: a.target, chain: a.chain, network: a.network },
+  entry: { id: a.entryId, target: a.target, chain, network: a.network },
   alert: presentAlert(a),
   risk: {
     previous_level: before?.level ?? null,

@@ -173,14 +173,12 @@ export class WatchlistScanner {
       throw err;
     });
     const outcomes = compareStates(entries, reads);
-    const [snapshots] = await Promise.all([
-      store.snapshotsOf(entries),
-      eachLimited(toAnalyse(job.mode, outcomes), this.deps.settings.deep_concurrency, async (o) => {
-        const result = await this.analyse(o, o.changed && o.entry.state_hash !== null);
-        if ('verdict' in result) o.verdict = result.verdict;
-        o.outcome = result.outcome;
-      }),
-    ]);
+    const snapshots = await store.snapshotsOf(entries);
+    await eachLimited(toAnalyse(job.mode, outcomes), this.deps.settings.deep_concurrency, async (o) => {
+      const result = await this.analyse(o, o.changed && o.entry.state_hash !== null);
+      if ('verdict' in result) o.verdict = result.verdict;
+      o.outcome = result.outcome;
+    });
     raiseAlerts(outcomes, snapshots, alertThresholds(thresholds));
     const written = await this.write(job, outcomes);
 
@@ -268,7 +266,7 @@ export class WatchlistScanner {
       accountId: alert.account_id,
       type: 'watchlist.alert',
       watchlistId: alert.watchlist_id,
-      data: presentAlertEvent(view, o.entry.verdict, o.verdict),
+      data: presentAlertEvent(view, o.entry.chain, o.entry.verdict, o.verdict),
     };
   }
 

@@ -97,10 +97,10 @@ export class WebhookEndpointsService {
     const secret = newSecret();
     const now = new Date();
     const id = newId('we', now.getTime());
-    await this.requireWatchlists(accountId, input.watchlist_ids);
     const row = await this.repo.transactional(async (em) => {
       // Concurrent creations of one account are counted one after the other.
       const account = await lockAccount(em, accountId);
+      await this.requireWatchlists(accountId, input.watchlist_ids);
       const n = await this.repo.endpoints.count(em, accountId);
       if (n >= this.maxEndpoints)
         throw new AppError(
@@ -152,10 +152,10 @@ export class WebhookEndpointsService {
    */
   async updateEndpoint(accountId: string, id: string, patch: EndpointUpdate): Promise<EndpointView> {
     const url = patch.url === undefined ? undefined : this.checkUrl(patch.url);
-    if (patch.watchlist_ids) await this.requireWatchlists(accountId, patch.watchlist_ids);
     const { row, reenabled } = await this.repo.transactional(async (em) => {
       const current = await this.repo.endpoints.get(accountId, id, em);
       if (!current) throw endpointNotFound(id);
+      if (patch.watchlist_ids) await this.requireWatchlists(accountId, patch.watchlist_ids);
       const set = new Patch();
       if (url !== undefined) set.set('url', url);
       if (patch.events !== undefined) set.set('events', JSON.stringify(patch.events), '::jsonb');
@@ -231,7 +231,7 @@ export class WebhookEndpointsService {
       if (!endpoint) throw endpointNotFound(id);
       if (!endpoint.enabled) throw endpointDisabled(id, endpoint.disabled_reason ?? '');
       // No endpoint subscribes to `webhook.test`: the log's fan-out delivers it nowhere, this one here.
-      const { events } = await this.options.events.append(
+      const { events, afterCommit } = await this.options.events.append(
         em,
         [
           {
@@ -247,10 +247,11 @@ export class WebhookEndpointsService {
       await insertDeliveries(this.repo.deliveries, em, [event], now, id);
       const deliveryId = await this.repo.deliveries.idOf(em, event.id, id);
       if (!deliveryId) throw new Error(`webhook.test: no delivery was written for endpoint ${id}`);
-      return { eventId: event.id, deliveryId };
+      return { eventId: event.id, deliveryId, afterCommit };
     });
+    await sent.afterCommit().catch(() => undefined); // best effort, as the drain below
     await requestDrain(this.options.drains, id);
-    return sent;
+    return { eventId: sent.eventId, deliveryId: sent.deliveryId };
   }
 
   /** The secrets box when it has a key to seal new secrets under, or `secrets_key_missing`. */

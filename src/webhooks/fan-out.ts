@@ -83,7 +83,7 @@ export function insertDeliveries(
  * longest (with jitter, or a receiver's capped Retry-After, whichever is longer), added up. Retention keeps
  * an event while a delivery of it is pending and was attempted (or created) within this.
  */
-export function retryWindowMs(
+function retryWindowMs(
   s: Pick<WebhooksSettings, 'retry_schedule_s' | 'retry_jitter_pct' | 'retry_after_max_s'>,
 ): number {
   const longest = (wait: number) => Math.max(wait * (1 + s.retry_jitter_pct / 100), s.retry_after_max_s);

@@ -434,6 +434,15 @@ describe('webhooks and events API (built service over HTTP)', () => {
         404,
         'not_found',
       );
+      // Not found first, whatever else the body gets wrong: nothing of the other account is told.
+      await expectProblem(
+        await call(globex, path, {
+          method: 'PATCH',
+          body: { watchlist_ids: ['wl_0123456789abcdef0123456789ab'] },
+        }),
+        404,
+        'not_found',
+      );
       await expectProblem(await call(globex, path, { method: 'DELETE' }), 404, 'not_found');
       await expectProblem(await call(globex, `${path}/rotate-secret`, { method: 'POST' }), 404, 'not_found');
       await expectProblem(await call(globex, `${path}/test`, { method: 'POST' }), 404, 'not_found');

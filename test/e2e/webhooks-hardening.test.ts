@@ -101,6 +101,8 @@ describe('webhook delivery hardening', () => {
     const [second] = await emit(account, 1, 'order-2');
     await eventually(() => Promise.resolve(receiver.received.length === 2), 15_000, 50);
     expect(receiver.received.map((r) => r.id)).toEqual([first, second]);
+    // The worker logs an attempt once the receiver has answered: the last one may still be on its way.
+    await eventually(async () => (await attemptsOf(endpoint)).length === 3, 10_000, 20);
     const attempts = await attemptsOf(endpoint);
     const { rows } = await db.query<{ id: string; event_id: string }>(
       'select id, event_id from webhook_deliveries where endpoint_id = $1',
