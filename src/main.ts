@@ -3,6 +3,7 @@ import { Command, CommanderError } from 'commander';
 import { startWorkers } from '../workers/main.js';
 import { startScheduler } from '../workers/scheduler.js';
 import { registerAccountCommands } from './accounts/cli.js';
+import { AccountsService } from './accounts/service.js';
 import { startApi } from './api.js';
 import { apiProcessCount, childOfSupervisor, reportReady, superviseCluster, type Role } from './cluster.js';
 import { loadConfig, type Config } from './config.js';
@@ -83,7 +84,12 @@ program
 
 registerAccountCommands(program, config, print, connectDatabase);
 registerListCommands(program, config, print, connectDatabase);
-registerWatchlistCommands(program, config, print, connectDatabase);
+registerWatchlistCommands(program, config, print, connectDatabase, (orm, ref) =>
+  new AccountsService(orm, {
+    keyCacheMs: 0,
+    defaultRateLimitPerMin: config().rate_limit.default_per_min,
+  }).getAccount(ref),
+);
 registerSecretsCommands(program, config, print, connectDatabase);
 
 try {

@@ -3,11 +3,10 @@ import { access, constants, stat } from 'node:fs/promises';
 import { Transform, type TransformCallback } from 'node:stream';
 import type { Command } from 'commander';
 import { CsvError, parse as parseCsv, type Options as CsvOptions } from 'csv-parse';
-import { AccountsService } from '../accounts/service.js';
 import { networksFromConfig } from '../chains/providers.js';
 import { clip, resolveNetwork } from '../chains/registry.js';
 import type { ChainsConfig } from '../chains/settings.js';
-import type { Connect } from '../db/orm.js';
+import type { Connect, Orm } from '../db/orm.js';
 import { AppError } from '../platform/errors.js';
 import type { DatabaseSettings } from '../platform/settings.js';
 import { newEntrySchema, type ImportSummaryBody, type NewEntry } from './schemas.js';
@@ -24,7 +23,6 @@ export interface WatchlistsCommandsConfig {
   database: DatabaseSettings;
   chains: ChainsConfig;
   watchlists: WatchlistsSettings;
-  rate_limit: { default_per_min: number };
 }
 
 /** Rows per call of the service: the same bulk add the API runs. */
@@ -94,6 +92,8 @@ export function registerWatchlistCommands(
   config: () => Readonly<WatchlistsCommandsConfig>,
   print: Print,
   connect: Connect,
+  /** The account an operator names (id or org id), or `not_found`: the accounts feature answers. */
+  accountOf: (orm: Orm, ref: string) => Promise<{ id: string }>,
 ): void {
   const watchlists = program
     .command('watchlists')
@@ -116,11 +116,7 @@ export function registerWatchlistCommands(
       const cfg = config();
       const orm = await connect(cfg.database.url, 2);
       try {
-        const accounts = new AccountsService(orm, {
-          keyCacheMs: 0,
-          defaultRateLimitPerMin: cfg.rate_limit.default_per_min,
-        });
-        const account = await accounts.getAccount(accountRef);
+        const account = await accountOf(orm, accountRef);
         const rows = new WatchlistRepository(orm);
         const lists = new WatchlistsService(rows, {
           defaultSchedule: cfg.watchlists.default_schedule,
