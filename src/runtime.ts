@@ -124,7 +124,7 @@ export async function createRuntime(role: string, config: Readonly<Config> = loa
   });
   const webhookDeliverer = new WebhookDeliverer({
     repo: webhookRows,
-    queues,
+    drains: fanOut,
     http: new WebhookHttpClient(urlPolicy),
     logger,
     settings: config.webhooks,
@@ -185,7 +185,7 @@ export async function createRuntime(role: string, config: Readonly<Config> = loa
       rescans: new RescansService(watchlistRows, queues, config.watchlists.rescan_min_interval_s),
     },
     watchlistScanner: new WatchlistScanner({
-      store: watchlistRows.scans,
+      repo: watchlistRows,
       redis,
       redisKeyPrefix: config.redis.key_prefix,
       providers,

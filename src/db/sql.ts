@@ -23,6 +23,12 @@ export function run<T>(db: Db, sql: string, params: readonly unknown[] = [], met
   return db.execute(sql, [...params], method) as Promise<T>;
 }
 
+/**
+ * A text[] parameter (`= any(?::text[])`) from items that need no quoting: ids (`prefix_hex`) and
+ * addresses (base58 or hex).
+ */
+export const textArray = (items: readonly string[]): string => `{${items.join(',')}}`;
+
 /** A WHERE clause built filter by filter; its parameters in the order of its `?`. */
 export class Where {
   readonly params: unknown[] = [];

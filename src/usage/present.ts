@@ -1,5 +1,7 @@
 import type { UsageBody, UsageBucketBody, UsageCallBody } from './schemas.js';
-import type { UsageBucket, UsageCall, UsageHistory } from './service.js';
+import type { UsageBucket } from './buckets.js';
+import type { UsageCall } from './repository.js';
+import type { UsageHistory } from './service.js';
 
 const presentCall = (c: UsageCall): UsageCallBody => ({
   id: c.id,

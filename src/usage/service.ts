@@ -5,9 +5,6 @@ import { pruneCalls, UsageReads, type UsageCall, type UsageFilter, type UsageSum
 import { bucketPlan, decompose, type Grain, type Span } from './rollups.js';
 import type { UsageQuery } from './schemas.js';
 
-export type { UsageBucket } from './buckets.js';
-export type { UsageCall, UsageSummary } from './repository.js';
-
 /** One page of calls, or of buckets with `group_by`, and the summary of the range. */
 export type UsageHistory = { summary: UsageSummary } & (
   ({ kind: 'calls' } & Page<UsageCall>) | ({ kind: 'buckets' } & Page<UsageBucket>)

@@ -1,4 +1,4 @@
-import { clip, type NetworkDef } from '../chains/registry.js';
+import { clip, familyOfCaip2, type NetworkDef } from '../chains/registry.js';
 import { time } from '../db/sql.js';
 import { keysetPage, type Page } from '../platform/cursor.js';
 import { notFound } from '../platform/errors.js';
@@ -32,8 +32,7 @@ export class WatchlistHistoryService {
   ): Promise<Page<SnapshotView>> {
     const network = await this.repo.history.entryNetwork(accountId, watchlistId, entryId);
     if (!network) throw notFound(`Entry "${clip(entryId)}" of watchlist "${clip(watchlistId)}"`);
-    const family =
-      this.networks.byCaip2(network)?.family ?? (network.startsWith('solana:') ? 'solana' : 'evm');
+    const family = familyOfCaip2(network);
     const rows = await this.repo.history.snapshots(accountId, entryId, q.limit, q.cursor);
     return keysetPage(
       rows.map((r): SnapshotView => {

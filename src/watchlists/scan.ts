@@ -23,7 +23,7 @@ import {
 } from './judge.js';
 import type { WatchMetrics, WatchOverview } from './metrics.js';
 import { presentAlertEvent } from './present.js';
-import type { ScanRepository } from './repository/scans.js';
+import type { WatchlistRepository } from './repository.js';
 import { DueTimes } from './schedule.js';
 import type { WatchlistsSettings } from './settings.js';
 import { readEvmStates, readSolanaStates } from './state.js';
@@ -54,8 +54,8 @@ const DUE_BATCH = 500;
 const SCAN_PROGRESS_TTL_S = 86_400;
 
 export interface WatchlistScannerDeps {
-  /** The scans' SQL. */
-  store: ScanRepository;
+  /** Watchlists' tables (the scans' SQL: `repo.scans`). */
+  repo: WatchlistRepository;
   redis: Redis;
   redisKeyPrefix: string;
   providers: ChainProviders;
@@ -92,10 +92,10 @@ export class WatchlistScanner {
     const minuteMs = Math.floor(at.getTime() / 60_000) * 60_000;
     const minute = new Date(minuteMs);
     const dueTimes = new DueTimes(minute);
-    const { store } = this.deps;
+    const store = this.deps.repo.scans;
     let enqueued = 0;
     for (let after = ''; ;) {
-      const batch = await store.transactional(async (em) => {
+      const batch = await this.deps.repo.transactional(async (em) => {
         const lists = await store.lockDue(em, minute, after, DUE_BATCH);
         const due = lists.map((wl) => {
           const mode: ScanMode = wl.deep_due ? 'deep' : 'tick';
@@ -128,10 +128,10 @@ export class WatchlistScanner {
     const flush = async () => {
       await this.deps.queues.enqueueMany('watchlist-chunk', pending.splice(0));
     };
-    for (const network of await this.deps.store.networksOf(job.watchlist_id)) {
+    for (const network of await this.deps.repo.scans.networksOf(job.watchlist_id)) {
       let after = '';
       for (;;) {
-        const ids = await this.deps.store.entryIds(job.watchlist_id, network, after, CHUNK_SIZE * 10);
+        const ids = await this.deps.repo.scans.entryIds(job.watchlist_id, network, after, CHUNK_SIZE * 10);
         for (let i = 0; i < ids.length; i += CHUNK_SIZE)
           pending.push({
             payload: { ...job, entry_ids: ids.slice(i, i + CHUNK_SIZE) },
@@ -159,7 +159,7 @@ export class WatchlistScanner {
     job: JobPayload<'watchlist-chunk'>,
   ): Promise<{ scanned: number; changed: number; alerts: number }> {
     const started = performance.now();
-    const { store } = this.deps;
+    const store = this.deps.repo.scans;
     const thresholds = await store.thresholds(job.watchlist_id);
     const entries = thresholds ? await store.entries(job.watchlist_id, job.entry_ids) : [];
     if (entries.length === 0) return { scanned: 0, changed: 0, alerts: 0 };
@@ -199,7 +199,7 @@ export class WatchlistScanner {
 
   /** Entries on every list, and the age of the oldest check, for the gauges. */
   async overview(): Promise<WatchOverview> {
-    const { entries, oldest } = await this.deps.store.overview();
+    const { entries, oldest } = await this.deps.repo.scans.overview();
     const oldestMs = oldest ? oldest.getTime() : Date.now();
     return { entries, oldestCheckAgeS: Math.max(0, (Date.now() - oldestMs) / 1000) };
   }
@@ -248,8 +248,8 @@ export class WatchlistScanner {
     const rows = chunkWrite(job, outcomes, now, (prefix) => newId(prefix, now.getTime()));
     const byEntry = new Map(outcomes.map((o) => [o.entry.id, o]));
     const drafts = new Map(rows.alerts.map((a) => [a.id, a]));
-    return this.deps.store.transactional(async (em) => {
-      const written = await this.deps.store.writeChunk(em, rows, now);
+    return this.deps.repo.transactional(async (em) => {
+      const written = await this.deps.repo.scans.writeChunk(em, rows, now);
       const { afterCommit } = await this.deps.events.append(
         em,
         written.alerts.map((r) => this.alertEvent(drafts.get(r.id)!, byEntry.get(r.entry_id)!)),

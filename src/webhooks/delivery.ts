@@ -1,10 +1,10 @@
 import { Webhook } from 'standardwebhooks';
 import type { EventLog } from '../events/log.js';
-import type { JobQueues } from '../jobs/queues.js';
 import { newId } from '../platform/ids.js';
 import type { Logger } from '../platform/logger.js';
 import { isDeliveryFailure, type DeliveryResult, type WebhookHttpClient } from './http.js';
 import type { WebhookBacklog, WebhookMetrics } from './metrics.js';
+import type { DrainRequests } from './endpoints.js';
 import type { WebhookRepository } from './repository.js';
 import type { DueRow } from './repository/deliveries.js';
 import type { SendingEndpointRow } from './repository/endpoints.js';
@@ -37,7 +37,8 @@ const DRAIN_BATCH = 50;
 export interface WebhookDelivererDeps {
   /** Webhooks' tables. */
   repo: WebhookRepository;
-  queues: JobQueues;
+  /** Where the sweep asks for drains (webhooks' fan-out). */
+  drains: DrainRequests;
   http: WebhookHttpClient;
   logger: Logger;
   settings: WebhooksSettings;
@@ -79,12 +80,8 @@ export class WebhookDeliverer {
   /** Every enabled endpoint with a delivery due gets one pending drain. */
   async sweep(now = new Date()): Promise<number> {
     const endpoints = await this.deps.repo.deliveries.endpointsDue(now);
-    for (const id of endpoints) await this.requestDrain(id);
+    for (const id of endpoints) await this.deps.drains.requestDrain(id);
     return endpoints.length;
-  }
-
-  requestDrain(endpointId: string): Promise<void> {
-    return this.deps.queues.enqueueOnce('webhook-drain', { endpoint_id: endpointId }, endpointId);
   }
 
   /**

@@ -7,7 +7,6 @@ import type { EventLog } from '../events/log.js';
 import { keysetPage, type Page } from '../platform/cursor.js';
 import { AppError, conflict, invalidRequest, notFound } from '../platform/errors.js';
 import { newId } from '../platform/ids.js';
-import { insertDeliveries } from './fan-out.js';
 import type { WebhookRepository } from './repository.js';
 import type { EndpointUpdate, NewEndpoint } from './schemas.js';
 import { endpointSecretContext, SecretBox } from './secrets.js';
@@ -244,7 +243,7 @@ export class WebhookEndpointsService {
         now,
       );
       const event = events[0]!;
-      await insertDeliveries(this.repo.deliveries, em, [event], now, id);
+      await this.repo.deliveries.insertFor(em, [event], now, id);
       const deliveryId = await this.repo.deliveries.idOf(em, event.id, id);
       if (!deliveryId) throw new Error(`webhook.test: no delivery was written for endpoint ${id}`);
       return { eventId: event.id, deliveryId, afterCommit };

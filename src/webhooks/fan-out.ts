@@ -26,7 +26,7 @@ export class WebhookFanOut implements EventSubscriber {
   ) {}
 
   async fanOut(em: EntityManager, events: readonly StoredEvent[], now: Date) {
-    const endpoints = await insertDeliveries(this.deliveries, em, events, now);
+    const endpoints = await this.deliveries.insertFor(em, events, now);
     if (endpoints.length === 0) return undefined;
     return async () => {
       for (const id of endpoints) await this.requestDrain(id);
@@ -49,33 +49,6 @@ export class WebhookFanOut implements EventSubscriber {
     const windowStart = new Date(now.getTime() - retryWindowMs(this.settings));
     return { expired: await this.deliveries.prune(em, before, windowStart) };
   }
-}
-
-/**
- * A delivery of each event to each enabled endpoint of its account subscribed to its type (and, for an
- * event of a watchlist, to that watchlist or all), in `em`'s transaction; returns the endpoints that got
- * one. `onlyEndpoint` (a `webhook.test`) delivers to that endpoint alone, whatever it subscribes to.
- */
-export function insertDeliveries(
-  deliveries: DeliveryRows,
-  em: EntityManager,
-  events: readonly StoredEvent[],
-  now: Date,
-  onlyEndpoint?: string,
-): Promise<string[]> {
-  if (events.length === 0) return Promise.resolve([]);
-  return deliveries.insertFor(
-    em,
-    events.map((e) => ({
-      id: e.id,
-      account_id: e.accountId,
-      seq: e.seq,
-      type: e.type,
-      watchlist_id: e.watchlistId,
-    })),
-    now,
-    onlyEndpoint ?? null,
-  );
 }
 
 /**

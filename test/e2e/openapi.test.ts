@@ -18,7 +18,10 @@ interface OpenApiDocument {
   info: { title: string; version: string; license?: { name: string } };
   servers?: { url: string }[];
   paths: Record<string, Record<string, Operation>>;
-  components: { securitySchemes: Record<string, Record<string, string>> };
+  components: {
+    securitySchemes: Record<string, Record<string, string>>;
+    schemas: Record<string, Record<string, unknown>>;
+  };
 }
 
 /** Every route the service serves, with the security scheme it takes (`[]`: no credential). */
@@ -132,6 +135,30 @@ describe('OpenAPI document and /docs', () => {
       expect(op!.summary).toBeTruthy();
       expect(op!.security, `${method} ${path} security`).toEqual(schemes.map((s) => ({ [s]: [] })));
     }
+  });
+
+  it('documents an event’s data per type: Event is a union on `type`, one schema of data each', () => {
+    const event = doc.components.schemas.Event as {
+      oneOf?: { $ref: string }[];
+      discriminator?: { propertyName: string; mapping?: Record<string, string> };
+    };
+    expect(event.discriminator?.propertyName).toBe('type');
+    const variants = (event.oneOf ?? []).map((v) => v.$ref.split('/').pop()!);
+    const dataOf = (name: string) =>
+      ((doc.components.schemas[name]!.properties as Record<string, { $ref?: string }>).data?.$ref ?? '')
+        .split('/')
+        .pop();
+    expect(Object.fromEntries(variants.map((v) => [v, dataOf(v)]))).toEqual({
+      Event_watchlist_alert: 'WatchlistAlertEventData',
+      Event_webhook_test: 'WebhookTestEventData',
+      Event_webhook_endpoint_disabled: 'WebhookEndpointDisabledEventData',
+    });
+    // The alert event's alert is the object GET …/alerts serves.
+    const alertData = doc.components.schemas.WatchlistAlertEventData!.properties as Record<
+      string,
+      { $ref?: string }
+    >;
+    expect(alertData.alert?.$ref).toBe('#/components/schemas/WatchlistAlert');
   });
 
   it('defines the security schemes the operations use', () => {

@@ -24,6 +24,7 @@ import { EIP1967_IMPLEMENTATION_SLOT } from '../support/evm/bytecode.js';
 import { buildEvmWorld, type EvmWorld } from '../support/evm/fixtures.js';
 import {
   cli,
+  cliJson,
   eventually,
   killHard,
   prepareEnv,
@@ -567,4 +568,48 @@ describe('the webhook consumer subscribed to the account', () => {
     expect(got).toEqual(expected);
     expect(new Set(consumer.received.map((r) => r.id)).size).toBe(expected.length);
   }, 40_000);
+
+  it('gets in each event the alert exactly as GET …/alerts serves it, and the same data from the event log', async () => {
+    await cliJson(env, ['entitlements', 'grant', accountId]);
+    const { key } = await cliJson<{ key: string }>(env, ['keys', 'create', accountId, '--name', 'reader']);
+    const api = await startService(env, 'api');
+    try {
+      const get = async <T>(path: string): Promise<T> => {
+        const res = await fetch(`${api.baseUrl}${path}`, { headers: { 'x-api-key': key } });
+        expect(res.status).toBe(200);
+        return (await res.json()) as T;
+      };
+      type Alert = { id: string; watchlist_id: string; entry_id: string; network: string; chain: string };
+      const served = new Map<string, Alert>();
+      const lists = new Set(consumer.received.map((r) => r.data.watchlist_id as string));
+      for (const list of lists)
+        for (let cursor: string | null = ''; cursor !== null;) {
+          const page: { data: Alert[]; next_cursor: string | null } = await get(
+            `/api/v1/watchlists/${list}/alerts?limit=100${cursor ? `&cursor=${cursor}` : ''}`,
+          );
+          for (const a of page.data) served.set(a.id, a);
+          cursor = page.next_cursor;
+        }
+      for (const r of consumer.received) {
+        const alert = r.data.alert as Alert;
+        expect(alert).toEqual(served.get(alert.id));
+        // The entry as the API names it: its network by name, not its CAIP-2 id.
+        expect(r.data.entry).toMatchObject({
+          id: alert.entry_id,
+          chain: alert.chain,
+          network: alert.network,
+        });
+        expect(alert.network).not.toContain(':');
+      }
+      // Pulled from the log: the same events, with the same data, as were pushed.
+      const pulled: { data: { id: string; type: string; data: unknown }[] } = await get(
+        '/api/v1/events?types=watchlist.alert&limit=1000',
+      );
+      const pushed = new Map(consumer.received.map((r) => [r.id, r.data]));
+      expect(pulled.data.map((e) => e.id).sort()).toEqual([...pushed.keys()].sort());
+      for (const e of pulled.data) expect(e.data).toEqual(pushed.get(e.id));
+    } finally {
+      await api.stop();
+    }
+  }, 60_000);
 });

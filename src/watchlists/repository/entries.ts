@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Orm } from '../../db/orm.js';
-import { run, Where } from '../../db/sql.js';
+import { run, textArray, Where } from '../../db/sql.js';
 import { decodeCursor } from '../../platform/cursor.js';
 import type { EntriesQuery } from '../schemas.js';
 import type { EntryRow } from '../views.js';
@@ -26,9 +26,6 @@ export interface TargetProbe {
   network: string;
   target: string;
 }
-
-/** Ids as a PostgreSQL array literal (addresses: base58 or hex, nothing to quote). */
-const textArray = (items: readonly string[]) => `{${items.join(',')}}`;
 
 /** The watchlist_entries table, and the snapshots and alerts that go with a removed entry. */
 export class EntryRows {

@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Orm } from '../../db/orm.js';
-import { run } from '../../db/sql.js';
+import { run, textArray } from '../../db/sql.js';
 import type { ChunkWrite, PreviousSnapshot, ScannedEntry } from '../judge.js';
 
 /*
@@ -24,16 +24,8 @@ export interface MovedList {
   next_deep_at: Date | null | undefined;
 }
 
-/** Ids as a PostgreSQL array literal (ids are `prefix_hex`: nothing to quote). */
-const idArray = (ids: readonly string[]) => `{${ids.join(',')}}`;
-
 export class ScanRepository {
   constructor(private readonly orm: Orm) {}
-
-  /** Runs `fn` in a transaction of its own. */
-  transactional<T>(fn: (em: EntityManager) => Promise<T>): Promise<T> {
-    return this.orm.em.fork().transactional(fn);
-  }
 
   /** Entries on every watchlist (the public impact's `targets_monitored`). */
   async countEntries(): Promise<number> {
@@ -119,7 +111,7 @@ export class ScanRepository {
       // By primary key alone: with stale statistics the planner would scan the list for the watchlist id.
       `select id, account_id, watchlist_id, chain, network, target, target_type, state_hash, snapshot_id, verdict
          from watchlist_entries where id = any(?::text[]) order by id`,
-      [idArray(ids)],
+      [textArray(ids)],
     );
     return rows.filter((r) => r.watchlist_id === watchlistId);
   }
@@ -131,7 +123,7 @@ export class ScanRepository {
     const rows = await run<PreviousSnapshot[]>(
       this.orm,
       'select id, state, hash, read_at_height from watchlist_snapshots where id = any(?::text[])',
-      [idArray(ids)],
+      [textArray(ids)],
     );
     return new Map(rows.map((r) => [r.id, r]));
   }
@@ -209,7 +201,7 @@ export class ScanRepository {
   async markOutcome(entryIds: readonly string[], outcome: string): Promise<void> {
     await run(this.orm, 'update watchlist_entries set last_outcome = ? where id = any(?::text[])', [
       outcome,
-      idArray(entryIds),
+      textArray(entryIds),
     ]).catch(() => undefined);
   }
 

@@ -1,6 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Orm } from '../../db/orm.js';
-import { run, Where, type Time } from '../../db/sql.js';
+import { run, textArray, Where, type Time } from '../../db/sql.js';
+import type { StoredEvent } from '../../events/log.js';
 import type { EventData, EventType } from '../../events/schemas.js';
 import type { DeliveryStatus } from '../entities.js';
 import type { DeliveriesQuery } from '../schemas.js';
@@ -55,15 +56,6 @@ export interface AttemptRecord {
   status: DeliveryStatus;
   /** When the next attempt is due (null: none). */
   nextAttemptAt: Date | null;
-}
-
-/** An event to fan out: what the delivery insert matches endpoints on. */
-export interface FanOutEvent {
-  id: string;
-  account_id: string;
-  seq: number;
-  type: string;
-  watchlist_id: string | null;
 }
 
 const DELIVERY_SELECT =
@@ -196,10 +188,18 @@ export class DeliveryRows {
    */
   async insertFor(
     em: EntityManager,
-    events: readonly FanOutEvent[],
+    events: readonly StoredEvent[],
     now: Date,
-    onlyEndpoint: string | null,
+    onlyEndpoint?: string,
   ): Promise<string[]> {
+    if (events.length === 0) return [];
+    const matched = events.map((e) => ({
+      id: e.id,
+      account_id: e.accountId,
+      seq: e.seq,
+      type: e.type,
+      watchlist_id: e.watchlistId,
+    }));
     const rows = await em.execute<{ endpoint_id: string }[]>(
       `insert into webhook_deliveries (id, account_id, endpoint_id, event_id, event_seq, status, attempts,
               next_attempt_at, created_at)
@@ -217,7 +217,13 @@ export class DeliveryRows {
                     else w.id = ?::text end)
        on conflict (endpoint_id, event_id) do nothing
        returning endpoint_id`,
-      [now.toISOString(), now.toISOString(), JSON.stringify(events), onlyEndpoint, onlyEndpoint],
+      [
+        now.toISOString(),
+        now.toISOString(),
+        JSON.stringify(matched),
+        onlyEndpoint ?? null,
+        onlyEndpoint ?? null,
+      ],
     );
     return [...new Set(rows.map((r) => r.endpoint_id))];
   }
@@ -292,7 +298,7 @@ export class DeliveryRows {
       this.orm,
       `update webhook_deliveries set status = 'expired', next_attempt_at = null, last_error = 'event_expired'
         where id = any(?::text[]) and status = 'pending'`,
-      [`{${deliveryIds.join(',')}}`],
+      [textArray(deliveryIds)],
       'run',
     );
   }
