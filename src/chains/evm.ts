@@ -50,6 +50,24 @@ export class EvmRpc {
     return hexToBigInt(await this.hex('eth_blockNumber', [], options));
   }
 
+  /** Number and timestamp of a block (`latest` by default): one call where both are needed. */
+  async blockHeader(
+    block: BlockRef = 'latest',
+    options: CallOptions = {},
+  ): Promise<{ number: bigint; timestamp: bigint }> {
+    const header = await this.rpc.call<{ number?: unknown; timestamp?: unknown } | null>(
+      'eth_getBlockByNumber',
+      [blockParam(block), false],
+      options,
+    );
+    if (!header || typeof header !== 'object' || !isHex(header.number) || !isHex(header.timestamp))
+      throw new AppError(
+        'provider_unavailable',
+        `The ${networkLabel(this.network)} node provider answered eth_getBlockByNumber without a block.`,
+      );
+    return { number: hexToBigInt(header.number), timestamp: hexToBigInt(header.timestamp) };
+  }
+
   async chainId(options: CallOptions = {}): Promise<number> {
     return Number(hexToBigInt(await this.hex('eth_chainId', [], options)));
   }

@@ -1,10 +1,13 @@
+import type { EvmAccountState } from '../chains/evm.js';
 import type { ChainProviders } from '../chains/providers.js';
 import { networkLabel, type NetworkDef } from '../chains/registry.js';
 import { AppError } from '../platform/errors.js';
 import { analyzeEvmAccount } from './evm/account.js';
+import { analyzeEvmContract } from './evm/token/analyze.js';
 import { finding } from './findings.js';
 import { incompleteFinding } from './incomplete.js';
 import type { KnownWalletImplementations } from './known/evm.js';
+import type { EvmTokenRegistry } from './known/evm-tokens.js';
 import type { SolanaKnownRegistry } from './known/solana.js';
 import { analyzeSolanaProgram } from './solana/program.js';
 import { analyzeSolanaToken } from './solana/token/index.js';
@@ -28,6 +31,7 @@ export interface ChainAnalyzerDeps {
   recentTransactions: number;
   solanaKnown: SolanaKnownRegistry;
   walletImplementations: KnownWalletImplementations;
+  evmTokens: EvmTokenRegistry;
 }
 
 /**
@@ -81,13 +85,7 @@ export class ChainAnalyzer {
     block?: bigint,
   ): Promise<ChainAnalysis> {
     const opts = { network, signal };
-    if (network.family === 'evm') {
-      return analyzeEvmAccount(this.deps.providers.evm(network), target, {
-        ...opts,
-        ...(block !== undefined ? { block } : {}),
-        knownWalletImplementations: this.deps.walletImplementations,
-      });
-    }
+    if (network.family === 'evm') return this.analyzeEvm(network, target, subject, signal, block);
     const rpc = this.deps.providers.solana(network);
     const wallet = () =>
       analyzeSolanaWallet(rpc, target, { ...opts, recentTxLimit: this.deps.recentTransactions });
@@ -122,6 +120,39 @@ export class ChainAnalyzer {
         return base;
       }
     }
+  }
+
+  /**
+   * EVM: a wallet is its account; a contract or a token is the account plus, when it answers as an
+   * ERC-20, its token analysis (evm/token/) — with the buy/transfer/sell simulation only when asked for
+   * as a `token`. A preflight reads the account first and adds the token checks (no simulation, so its
+   * deadline holds) only when it finds a contract.
+   */
+  private async analyzeEvm(
+    network: NetworkDef,
+    target: string,
+    subject: Subject,
+    signal: AbortSignal,
+    block?: bigint,
+  ): Promise<ChainAnalysis> {
+    const rpc = this.deps.providers.evm(network);
+    const common = {
+      network,
+      signal,
+      ...(block !== undefined ? { block } : {}),
+      knownWalletImplementations: this.deps.walletImplementations,
+    };
+    const asContract = (trade: boolean, state?: EvmAccountState) =>
+      analyzeEvmContract(rpc, target, {
+        ...common,
+        registry: this.deps.evmTokens,
+        trade,
+        ...(state ? { state, block: state.block } : {}),
+      });
+    if (subject === 'contract' || subject === 'token') return asContract(subject === 'token');
+    let state: EvmAccountState | undefined;
+    const account = await analyzeEvmAccount(rpc, target, { ...common, onState: (s) => (state = s) });
+    return subject === 'auto' && account.kind === 'contract' ? asContract(false, state) : account;
   }
 }
 

@@ -225,6 +225,23 @@ function listRules(
           };
         }
   }
+  const owner = analysis.listInputs.owner;
+  if (owner) {
+    const o = lists.flagged(network.chain, owner);
+    if (o.sanctioned || o.denied)
+      added.push(
+        finding(
+          'owner_flagged',
+          `${target}'s owner ${owner} is ${o.sanctioned ? `sanctioned (${o.sanctioned.source}, ${o.sanctioned.name})` : `on your organisation's deny list (entry ${o.denied!.id})`}: ` +
+            'whatever the token lets its owner do, that address can do.',
+          {
+            method: 'eth_call',
+            ...at,
+            value: { owner, sanctioned: o.sanctioned, deny_list_entry: o.denied?.id ?? null },
+          },
+        ),
+      );
+  }
   if (network.family === 'evm') {
     const imitated = findLookalike(target, lists.allowed(network.chain));
     if (imitated)

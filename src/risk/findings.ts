@@ -61,6 +61,19 @@ export const CATALOG = {
     severity: 'medium',
     title: 'A token account is closed with its rent sent to another key',
   },
+  burn_from_any: { severity: 'high', title: "Someone can burn anyone's tokens" },
+  fee_modifiable: { severity: 'medium', title: 'Transfer taxes can be changed' },
+  transfer_limits: { severity: 'medium', title: 'Transfers and wallets can be capped' },
+  trading_switch: { severity: 'high', title: 'Trading can be switched off' },
+  selfdestruct: { severity: 'low', title: 'The contract contains SELFDESTRUCT' },
+  arbitrary_delegatecall: {
+    severity: 'medium',
+    title: 'Runs code from another address (DELEGATECALL) outside a known proxy pattern',
+  },
+  owner_flagged: { severity: 'critical', title: "The token's owner is a flagged address" },
+  cannot_sell: { severity: 'critical', title: 'Cannot be sold (honeypot)' },
+  no_liquidity: { severity: 'medium', title: 'No pool to sell into' },
+  risky_approval: { severity: 'high', title: 'An outstanding approval to a risky spender' },
 } as const satisfies Record<string, { severity: Severity; title: string }>;
 
 export type FindingCode = keyof typeof CATALOG;

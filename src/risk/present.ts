@@ -50,6 +50,7 @@ export function presentTokenScan(v: TokenVerdict): TokenScan {
   return {
     scan_id: newId('scn'),
     mint: v.target,
+    chain: v.network.chain,
     network: v.network.network,
     token_program: v.tokenProgram,
     risk_score: v.riskScore,

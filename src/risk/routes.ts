@@ -41,23 +41,34 @@ export function riskRoutes(risk: RiskService, impact: ImpactService) {
       method: 'post',
       path: '/api/v1/scan/token',
       operationId: 'scanToken',
-      summary: 'Scan a Solana token (SPL Token or Token-2022)',
+      summary: 'Scan a token: a Solana mint (SPL Token or Token-2022) or an ERC-20',
       description:
-        'Authorities, every Token-2022 extension, Metaplex / Token-2022 metadata, holder concentration (known ' +
-        'pools, lockers and burn addresses excluded and labelled), copycat symbols, and well-known mints with ' +
-        'their expected authorities (findings shown as suppressed). ' +
+        'Solana: authorities, every Token-2022 extension, Metaplex / Token-2022 metadata, holder concentration ' +
+        '(known pools, lockers and burn addresses excluded and labelled), copycat symbols, and well-known mints ' +
+        'with their expected authorities (findings shown as suppressed). ERC-20 (any configured EVM network): ' +
+        'what the bytecode lets its owner do (mint, blacklist, pause, burn from others, change taxes, cap ' +
+        'transfers, switch trading off; also behind EIP-1967, beacon and EIP-1167 proxies), the owner (renounced ' +
+        'owners make those `info`, suppressed), well-known tokens, and a simulated buy, transfer and sell through ' +
+        "the network's V2 router one hour apart (`eth_simulateV1` on your node): `cannot_sell`, `transfer_fee` " +
+        'with the measured taxes, `no_liquidity` (docs/risk.md#erc-20-tokens). Without `chain`, a `0x…` mint ' +
+        'is scanned on ethereum, a base58 one on solana. ' +
         SCORING,
       tag: 'Developer API',
       auth: 'api_key',
       body: scanBody,
       responses: {
         200: { description: 'The scan', schema: scanSchema },
-        404: { description: '`not_found`: no account at this address' },
-        422: { description: '`not_a_mint`: the account exists but is not an SPL Token / Token-2022 mint' },
+        404: { description: '`not_found`: no account (Solana) or no contract code (EVM) at this address' },
+        422: {
+          description:
+            '`not_a_mint`: the account exists but is not an SPL Token / Token-2022 mint, or the contract does ' +
+            'not answer as an ERC-20',
+        },
       },
       handler: async (ctx, { body }) => {
         const verdict = await risk.scanToken(apiKeyOf(ctx).accountId, {
           address: body.mint,
+          chain: body.chain,
           network: body.network,
         });
         countAnswered(impact, 'token_scans', verdict);

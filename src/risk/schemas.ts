@@ -81,7 +81,7 @@ export const riskV2Body = z
       .max(40)
       .meta({
         description:
-          '`wallet` (every chain), `contract` (EVM), `program` (Solana), `token` (Solana: as scan/token). ' +
+          '`wallet` (every chain), `contract` (EVM), `program` (Solana), `token` (Solana and EVM: as scan/token). ' +
           'Another value → `400 unsupported_target_type`.',
         override: { enum: [...TARGET_TYPES] },
       }),
@@ -116,8 +116,13 @@ export const assessmentSchema = z
 
 export const scanBody = z
   .object({
-    mint: address('The SPL Token or Token-2022 mint').meta({
-      description: 'The mint address (Solana base58).',
+    mint: address('The SPL Token or Token-2022 mint, or the ERC-20 contract').meta({
+      description: 'The mint (Solana base58) or the ERC-20 contract (`0x` + 40 hex).',
+    }),
+    chain: chainField.optional().meta({
+      description:
+        "Chain name or CAIP-2 id. Without it the mint's format decides, as a preflight infers it: base58 → " +
+        '`solana`, `0x…` → `ethereum`.',
     }),
     network: networkField.optional(),
   })
@@ -171,6 +176,77 @@ export const holdersSchema = z.object({
   largest: z.array(holderSchema),
 });
 
+/** An ERC-20 as the bytecode, its reads and the trade simulation show it (docs/risk.md#erc-20-tokens). */
+export const evmTokenSchema = z
+  .object({
+    standard: z.literal('erc20'),
+    name: z.string().nullable(),
+    symbol: z.string().nullable(),
+    decimals: z.int().nullable(),
+    supply: z
+      .string()
+      .nullable()
+      .meta({ description: 'Whole tokens, exact decimal string (null without decimals).' }),
+    supply_raw: z.string(),
+    owner: z
+      .string()
+      .nullable()
+      .meta({ description: '`owner()` or `getOwner()`; null when the contract has neither.' }),
+    owner_kind: z
+      .enum(['eoa', 'contract', 'delegated_wallet', 'unused', 'renounced'])
+      .nullable()
+      .meta({
+        description: 'What the owner is; `renounced`: the zero or dead address. null: no owner, or unread.',
+      }),
+    implementation: z
+      .string()
+      .nullable()
+      .meta({
+        description: 'The code behind an EIP-1967, beacon or EIP-1167 proxy, whose functions were read too.',
+      }),
+    capabilities: z.array(
+      z.object({
+        capability: z.string(),
+        functions: z.array(z.object({ signature: z.string(), selector: z.string() })),
+        live: z
+          .boolean()
+          .meta({ description: 'False when only a renounced owner could call it (and no roles).' }),
+      }),
+    ),
+    buy_tax: z.number().nullable().meta({ description: 'Fraction (0.05 = 5%); null when not measured.' }),
+    sell_tax: z.number().nullable(),
+    transfer_tax: z.number().nullable(),
+    trade: z
+      .object({
+        status: z.enum([
+          'measured',
+          'no_router',
+          'no_pool',
+          'buy_reverted',
+          'transfer_reverted',
+          'sell_reverted',
+          'failed',
+        ]),
+        method: z.enum(['eth_simulateV1', 'eth_call']).nullable(),
+        router: z.object({ address: z.string(), name: z.string(), source: z.string() }).nullable(),
+        pair: z.string().nullable(),
+        delayed_s: z
+          .int()
+          .meta({ description: 'How much later than the buy the transfer and the sell ran.' }),
+        buy: z.object({ paid_wei: z.string(), quoted_raw: z.string(), received_raw: z.string() }).nullable(),
+        transfer: z.object({ sent_raw: z.string(), arrived_raw: z.string() }).nullable(),
+        sell: z
+          .object({ amount_raw: z.string(), quoted_wei: z.string(), received_wei: z.string() })
+          .nullable(),
+        reason: z.string().nullable(),
+      })
+      .nullable()
+      .meta({
+        description: 'The simulated buy, transfer and sell; null when it was not run (preflight, contract).',
+      }),
+  })
+  .meta({ id: 'Erc20Token' });
+
 export const knownTokenSchema = z.object({
   symbol: z.string(),
   name: z.string(),
@@ -183,16 +259,21 @@ export const knownTokenSchema = z.object({
 export const scanSchema = z
   .object({
     scan_id: z.string(),
-    mint: z.string(),
+    mint: z.string().meta({ description: 'The mint, or the ERC-20 contract (EIP-55).' }),
+    chain: z.string(),
     network: z.string(),
-    token_program: z.enum(['spl-token', 'token-2022']),
+    token_program: z.enum(['spl-token', 'token-2022', 'erc20']),
     risk_score: z.int().min(0).max(100),
     risk_level: z.enum(RISK_LEVELS),
     complete: z.boolean(),
-    token: tokenSchema,
-    holders: holdersSchema
-      .nullable()
-      .meta({ description: 'From the 20 largest token accounts; null when that check did not finish.' }),
+    token: z.union([tokenSchema.meta({ id: 'SplToken' }), evmTokenSchema]).meta({
+      description: 'A Solana mint (`spl-token`, `token-2022`) or an ERC-20 (`erc20`), by `token_program`.',
+    }),
+    holders: holdersSchema.nullable().meta({
+      description:
+        'From the 20 largest token accounts; null when that check did not finish, and on EVM chains (a node ' +
+        'has no index of balances).',
+    }),
     known: knownTokenSchema
       .nullable()
       .meta({ description: 'What the built-in registry of well-known mints says about this one.' }),
@@ -209,6 +290,7 @@ export type TokenScan = z.infer<typeof scanSchema>;
 export type TokenMetadataView = z.infer<typeof metadataSchema>;
 export type TokenExtensionView = z.infer<typeof tokenSchema>['extensions'][number];
 export type TokenView = z.infer<typeof tokenSchema>;
+export type EvmTokenView = z.infer<typeof evmTokenSchema>;
 export type HolderView = z.infer<typeof holderSchema>;
 export type HoldersView = z.infer<typeof holdersSchema>;
 export type KnownTokenContext = z.infer<typeof knownTokenSchema>;

@@ -28,6 +28,8 @@ import { AnalysisCache, type CachedAnalysis } from './analysis-cache.js';
 import { ChainAnalyzer, type Mode, type Subject } from './chain-analysis.js';
 import { applyContext, type ContextualFindings } from './context.js';
 import { mergeKnownWalletImplementations, type KnownWalletImplementations } from './known/evm.js';
+import { mergeEvmTokenRegistry, type EvmTokenRegistry } from './known/evm-tokens.js';
+import type { EvmTokenAnalysis } from './evm/token/analyze.js';
 import { SOLANA_KNOWN, type SolanaKnownRegistry } from './known/solana.js';
 import { INTENTS } from './policy.js';
 import type { RiskSettings } from './settings.js';
@@ -50,6 +52,8 @@ export interface RiskServiceDeps {
   settings: RiskSettings;
   solanaKnown?: SolanaKnownRegistry;
   walletImplementations?: KnownWalletImplementations;
+  /** Routers and well-known ERC-20s; default: the built-in data with `risk.evm` on top. */
+  evmTokens?: EvmTokenRegistry;
 }
 
 /** The target as the caller has it: checked, normalised and resolved by `evaluate`. */
@@ -74,18 +78,25 @@ export interface TargetVerdict extends VerdictBase {
 }
 
 /**
- * A Solana mint judged as a `token`: the target verdict plus what the mint says, as the token analyzer
- * reads it (and the cache keeps it: u64 amounts as decimal strings).
+ * A Solana mint or an ERC-20 judged as a `token`: the target verdict plus what the token says, as the
+ * token analyzers read it (and the cache keeps it: amounts as decimal strings).
  */
-export interface TokenVerdict extends VerdictBase {
-  kind: 'token';
-  targetType: 'token';
-  tokenProgram: SolanaTokenAnalysis['tokenProgram'];
-  token: SolanaTokenAnalysis['token'];
-  /** null when the holder check did not finish (then `complete` is false). */
-  holders: SolanaTokenAnalysis['holders'];
-  known: SolanaTokenAnalysis['known'];
-}
+export type TokenVerdict = VerdictBase & { kind: 'token'; targetType: 'token' } & (
+    | {
+        tokenProgram: SolanaTokenAnalysis['tokenProgram'];
+        token: SolanaTokenAnalysis['token'];
+        /** null when the holder check did not finish (then `complete` is false). */
+        holders: SolanaTokenAnalysis['holders'];
+        known: SolanaTokenAnalysis['known'];
+      }
+    | {
+        tokenProgram: 'erc20';
+        token: EvmTokenAnalysis['token'];
+        /** Holders are not read on EVM chains (no index of balances on a node). */
+        holders: null;
+        known: EvmTokenAnalysis['known'];
+      }
+  );
 
 export type Verdict = TargetVerdict | TokenVerdict | PreflightVerdict;
 
@@ -94,7 +105,7 @@ const FAMILIES_OF: Record<TargetType, readonly NetworkDef['family'][]> = {
   wallet: ['solana', 'evm'],
   contract: ['evm'],
   program: ['solana'],
-  token: ['solana'],
+  token: ['solana', 'evm'],
 };
 
 /**
@@ -110,7 +121,10 @@ export class RiskService {
   constructor(private readonly deps: RiskServiceDeps) {
     const solanaKnown = deps.solanaKnown ?? SOLANA_KNOWN;
     const walletImplementations = deps.walletImplementations ?? mergeKnownWalletImplementations();
+    const evmTokens =
+      deps.evmTokens ?? mergeEvmTokenRegistry(deps.settings.evm.routers, deps.settings.evm.known_tokens);
     this.analyzer = new ChainAnalyzer({
+      evmTokens,
       providers: deps.providers,
       recentTransactions: deps.settings.recent_transactions,
       solanaKnown,
@@ -120,7 +134,7 @@ export class RiskService {
       redis: deps.redis,
       keyPrefix:
         `${deps.redisKeyPrefix}risk:${ENGINE_VERSION}:` +
-        `${solanaKnown.version}:${walletImplementations.version}:`,
+        `${solanaKnown.version}:${walletImplementations.version}:${evmTokens.version}:`,
       ttlSeconds: deps.settings.cache_ttl_s,
       logger: deps.logger,
     });
@@ -152,17 +166,35 @@ export class RiskService {
       : this.evaluateAsType(accountId, target, options.targetType, options.fresh);
   }
 
-  /** `evaluate` as a `token` that must be a mint: no account → 404 `not_found`, another account → 422 `not_a_mint`. */
+  /**
+   * `evaluate` as a `token` that must be one: no account (Solana) or no code (EVM) → 404 `not_found`,
+   * anything else → 422 `not_a_mint`. Without `chain` the mint's format decides, as a preflight infers
+   * it: base58 → solana, `0x…` → ethereum.
+   */
   async scanToken(
     accountId: string,
-    mint: { address: string; network?: string | undefined },
+    mint: { address: string; chain?: string | undefined; network?: string | undefined },
   ): Promise<TokenVerdict> {
+    const chain = mint.chain ?? (/^0x/i.test(mint.address.trim()) ? 'ethereum' : 'solana');
     const verdict = await this.evaluate(
       accountId,
-      { chain: 'solana', network: mint.network ?? 'mainnet', address: mint.address, field: 'mint' },
+      { chain, network: mint.network ?? 'mainnet', address: mint.address, field: 'mint' },
       { targetType: 'token' },
     );
     if (verdict.kind === 'token') return verdict;
+    if (verdict.network.family === 'evm') {
+      const at = `on ${networkLabel(verdict.network)} (block ${verdict.dataAsOf.block})`;
+      if (verdict.targetKind === 'wallet' || verdict.targetKind === 'missing')
+        throw new AppError(
+          'not_found',
+          `No contract code exists at ${verdict.target} ${at}: there is no token here.`,
+        );
+      throw new AppError(
+        'not_a_mint',
+        `${verdict.target} ${at} is ${verdict.targetKind === 'delegated_wallet' ? 'an account delegated by EIP-7702' : 'a contract'} ` +
+          'that does not answer as an ERC-20 (totalSupply and allowance).',
+      );
+    }
     if (verdict.targetKind === 'missing')
       throw new AppError(
         'not_found',
@@ -188,7 +220,7 @@ export class RiskService {
       throw new AppError(
         'unsupported_target_type',
         `target_type "${targetType}" does not exist on ${networkLabel(network)}: use ` +
-          `${network.family === 'evm' ? '`wallet` or `contract`' : '`wallet`, `program` or `token`'}.`,
+          `${network.family === 'evm' ? '`wallet`, `contract` or `token`' : '`wallet`, `program` or `token`'}.`,
         { errors: [{ path: 'target_type', message: `not a target type of ${network.chain}` }] },
       );
     const target = parseAddress(network, ref.address, ref.field);
@@ -199,6 +231,16 @@ export class RiskService {
     const judged = applyContext(fetched.analysis, { network, target, targetType, lists });
     const base = verdictBase(network, target, fetched, judged);
     const { analysis } = fetched;
+    if (targetType === 'token' && isEvmTokenAnalysis(analysis))
+      return {
+        ...base,
+        kind: 'token',
+        targetType: 'token',
+        tokenProgram: 'erc20',
+        token: analysis.token,
+        holders: null,
+        known: analysis.known,
+      };
     return isTokenAnalysis(analysis)
       ? {
           ...base,
@@ -303,3 +345,5 @@ function oneOf<T extends string>(
 
 const isTokenAnalysis = (a: ChainAnalysis): a is SolanaTokenAnalysis =>
   (a as Partial<SolanaTokenAnalysis>).status === 'mint';
+const isEvmTokenAnalysis = (a: ChainAnalysis): a is EvmTokenAnalysis =>
+  (a as Partial<EvmTokenAnalysis>).status === 'erc20';

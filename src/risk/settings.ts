@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { int, jsonList, slug, type EnvVars } from '../platform/config.js';
 import { configuredWalletImplementationSchema } from './known/evm.js';
+import { configuredKnownTokenSchema, configuredRouterSchema } from './known/evm-tokens.js';
 import { FAIL_MODES } from './policy.js';
 
 /** The `risk` section: deadlines and caching of analyses, preflight policy, extra wallet implementations. */
@@ -19,6 +20,11 @@ export const riskSettings = z.object({
     policy_name: slug,
   }),
   known_wallet_implementations: jsonList.pipe(z.array(configuredWalletImplementationSchema)),
+  evm: z.object({
+    routers: jsonList.pipe(z.array(configuredRouterSchema)),
+    known_tokens: jsonList.pipe(z.array(configuredKnownTokenSchema)),
+    approvals_lookback_days: int(1, 3650),
+  }),
 });
 
 export type RiskSettings = z.infer<typeof riskSettings>;
@@ -34,4 +40,7 @@ export const RISK_ENV_VARS: EnvVars = {
   RISKWATCH_PREFLIGHT_FAIL_MODE: 'risk.preflight.fail_mode',
   RISKWATCH_PREFLIGHT_POLICY_NAME: 'risk.preflight.policy_name',
   RISKWATCH_KNOWN_WALLET_IMPLEMENTATIONS: 'risk.known_wallet_implementations',
+  RISKWATCH_EVM_ROUTERS: 'risk.evm.routers',
+  RISKWATCH_EVM_KNOWN_TOKENS: 'risk.evm.known_tokens',
+  RISKWATCH_EVM_APPROVALS_LOOKBACK_DAYS: 'risk.evm.approvals_lookback_days',
 };

@@ -23,6 +23,8 @@ export interface ListInputs {
   counterparties?: Counterparty[];
   /** EVM: the EIP-7702 delegate (→ `eip7702_delegated` critical when listed). */
   delegate?: string;
+  /** EVM token: its live owner (→ `owner_flagged` when listed). */
+  owner?: string;
 }
 
 export interface Counterparty {

@@ -230,7 +230,24 @@ describe('risk settings', () => {
       cache_ttl_s: { low: 60, medium: 45, high: 30, critical: 15 },
       preflight: { deadline_ms: 1500, fail_mode: 'warn', policy_name: 'default' },
       known_wallet_implementations: [],
+      evm: { routers: [], known_tokens: [], approvals_lookback_days: 365 },
     });
+  });
+
+  it('takes EVM routers and known tokens (JSON) from the environment, and refuses a malformed one by name', () => {
+    const router = '0x7a250d5630B4cF539739dF2C5dAcb4c659F2488D';
+    const config = loadConfig({
+      RISKWATCH_EVM_ROUTERS: JSON.stringify([{ network: 'eip155:1', address: router }]),
+      RISKWATCH_EVM_APPROVALS_LOOKBACK_DAYS: '30',
+    });
+    expect(config.risk.evm).toEqual({
+      routers: [{ network: 'eip155:1', address: router, name: 'configured router', source: 'configuration' }],
+      known_tokens: [],
+      approvals_lookback_days: 30,
+    });
+    expect(() =>
+      loadConfig({ RISKWATCH_EVM_KNOWN_TOKENS: JSON.stringify([{ network: 'solana:x', address: router }]) }),
+    ).toThrow(/RISKWATCH_EVM_KNOWN_TOKENS \(risk\.evm\.known_tokens\.0\.network\)/);
   });
 
   it('takes the preflight fail mode and extra EIP-7702 wallet implementations (JSON) from the environment', () => {

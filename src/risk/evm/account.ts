@@ -37,6 +37,8 @@ export interface EvmAccountAnalyzeOptions extends AnalyzeOptions {
   deadlineMs?: number;
   /** Read at this block (one round trip) instead of the head read first. */
   block?: bigint;
+  /** Handed the raw state read (a preflight that finds a contract goes on from it without reading it again). */
+  onState?: (state: EvmAccountState) => void;
 }
 
 export interface EvmProxyFacts {
@@ -97,11 +99,12 @@ export async function analyzeEvmAccount(
   } catch (err) {
     throw providerFailure(err, label);
   }
-  return classify(target, state, opts);
+  opts.onState?.(state);
+  return classifyEvmAccount(target, state, opts);
 }
 
 /** A JSON-RPC error answer to one of these plain reads means the provider cannot serve that state. */
-function providerFailure(err: unknown, label: string): unknown {
+export function providerFailure(err: unknown, label: string): unknown {
   if (err instanceof RpcError) {
     return new AppError(
       'provider_unavailable',
@@ -111,7 +114,11 @@ function providerFailure(err: unknown, label: string): unknown {
   return err;
 }
 
-function classify(target: Address, state: EvmAccountState, opts: EvmAccountAnalyzeOptions): ChainAnalysis {
+export function classifyEvmAccount(
+  target: Address,
+  state: EvmAccountState,
+  opts: Pick<EvmAccountAnalyzeOptions, 'network' | 'knownWalletImplementations'>,
+): ChainAnalysis {
   const block = Number(state.block);
   const code = state.code.toLowerCase() as Hex;
   const codeSize = size(code);

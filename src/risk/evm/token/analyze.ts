@@ -1,0 +1,302 @@
+import {
+  decodeAbiParameters,
+  encodeFunctionData,
+  formatUnits,
+  getAddress,
+  hexToString,
+  parseAbi,
+  size,
+  type Address,
+  type Hex,
+} from 'viem';
+import { parseEvmAddress } from '../../../chains/addresses.js';
+import type { EvmAccountState, EvmRpc } from '../../../chains/evm.js';
+import type { CallOptions } from '../../../chains/jsonrpc.js';
+import { networkLabel } from '../../../chains/registry.js';
+import { finding, type Finding } from '../../findings.js';
+import type { EvmTokenRegistry } from '../../known/evm-tokens.js';
+import type { KnownWalletImplementations } from '../../known/evm.js';
+import type { EvmTokenView, KnownTokenContext } from '../../schemas.js';
+import type { AnalyzeOptions, ChainAnalysis } from '../../types.js';
+import {
+  EIP1967_SLOTS,
+  addressInWord,
+  classifyEvmAccount,
+  designatedDelegate,
+  providerFailure,
+} from '../account.js';
+import { capabilitiesOf, mergeCapabilities, minimalProxyTarget } from './capabilities.js';
+import {
+  codeFindings,
+  incompleteAt,
+  knownContext,
+  knownFindings,
+  tradeFindings,
+  tradeView,
+} from './findings.js';
+import { checkTrade } from './trade.js';
+
+/*
+ * An EVM contract as a token (docs/risk.md#erc-20-tokens): the account analysis (account.ts) plus, when
+ * the contract answers as an ERC-20, what its bytecode lets its owner do, who that owner is, what the
+ * registry of well-known tokens expects, and — for a token scan — whether it can be bought, moved and
+ * sold and at what tax (trade.ts).
+ *
+ * Round trips, sequential: (1) the block header; (2) one batch at that block: code, balance, nonce, the
+ * EIP-1967 slots, the ERC-20 reads, `owner()`/`getOwner()` and the trade simulation; (3) one batch: the
+ * implementation's code and the owner's account. A beacon proxy adds one (the beacon's implementation()
+ * first, then its code).
+ */
+
+export interface EvmTokenAnalyzeOptions extends AnalyzeOptions {
+  knownWalletImplementations: KnownWalletImplementations;
+  registry: EvmTokenRegistry;
+  /** Run the buy/transfer/sell simulation (scan/token and risk-v2 `token`; not a preflight's deadline). */
+  trade: boolean;
+  /** Read at this block (a payload's simulated block) instead of reading the head first. */
+  block?: bigint;
+  /** The target's account as already read at `block` (a preflight that found a contract): not read again. */
+  state?: EvmAccountState;
+}
+
+export interface EvmTokenAnalysis extends ChainAnalysis {
+  status: 'erc20';
+  kind: 'contract';
+  tokenProgram: 'erc20';
+  token: EvmTokenView;
+  holders: null;
+  known: KnownTokenContext | null;
+}
+
+const READS = parseAbi([
+  'function name() view returns (string)',
+  'function symbol() view returns (string)',
+  'function decimals() view returns (uint8)',
+  'function totalSupply() view returns (uint256)',
+  'function allowance(address owner, address spender) view returns (uint256)',
+  'function owner() view returns (address)',
+  'function getOwner() view returns (address)',
+  'function implementation() view returns (address)',
+]);
+const ONE: Address = '0x0000000000000000000000000000000000000001';
+/** name, symbol, decimals, totalSupply, allowance, owner, getOwner: in this order. */
+const TOKEN_READS: readonly Hex[] = [
+  encodeFunctionData({ abi: READS, functionName: 'name' }),
+  encodeFunctionData({ abi: READS, functionName: 'symbol' }),
+  encodeFunctionData({ abi: READS, functionName: 'decimals' }),
+  encodeFunctionData({ abi: READS, functionName: 'totalSupply' }),
+  encodeFunctionData({ abi: READS, functionName: 'allowance', args: [ONE, ONE] }),
+  encodeFunctionData({ abi: READS, functionName: 'owner' }),
+  encodeFunctionData({ abi: READS, functionName: 'getOwner' }),
+];
+const DEAD = new Set([
+  '0x0000000000000000000000000000000000000000',
+  '0x000000000000000000000000000000000000dead',
+]);
+
+/**
+ * The analysis of `address` (see the top of this module): a plain account analysis when it is not a
+ * contract or not an ERC-20, an `EvmTokenAnalysis` when it is. The first two round trips are one batch
+ * each, so a provider failure there throws `provider_unavailable`; the later reads and the simulation
+ * only make the analysis incomplete.
+ */
+export async function analyzeEvmContract(
+  rpc: EvmRpc,
+  address: string,
+  opts: EvmTokenAnalyzeOptions,
+): Promise<ChainAnalysis | EvmTokenAnalysis> {
+  const target = parseEvmAddress(address);
+  const label = networkLabel(opts.network);
+  const call: CallOptions = { signal: opts.signal };
+  const router = opts.trade ? opts.registry.routerFor(opts.network) : undefined;
+
+  let head: { number: bigint; timestamp: bigint };
+  try {
+    head =
+      opts.trade || opts.block === undefined
+        ? await rpc.blockHeader(opts.block ?? 'latest', call)
+        : { number: opts.block, timestamp: 0n };
+  } catch (err) {
+    throw providerFailure(err, label);
+  }
+  // One batch: everything below is issued in this tick.
+  const statePromise =
+    opts.state && opts.state.block === head.number
+      ? Promise.resolve(opts.state)
+      : rpc.readAccount(target, {
+          ...call,
+          block: head.number,
+          storageSlots: [EIP1967_SLOTS.implementation, EIP1967_SLOTS.admin, EIP1967_SLOTS.beacon],
+        });
+  const readPromises = TOKEN_READS.map((data) => rpc.call({ to: target, data }, head.number, call));
+  const tradePromise = opts.trade ? checkTrade(rpc, target, router, head, call) : Promise.resolve(null);
+  let state: EvmAccountState;
+  try {
+    state = await statePromise;
+  } catch (err) {
+    tradePromise.catch(() => undefined);
+    throw providerFailure(err, label);
+  }
+  const [reads, trade] = await Promise.all([Promise.allSettled(readPromises), tradePromise]);
+  const account = classifyEvmAccount(target, state, opts);
+  const word = (i: number): Hex | null => {
+    const r = reads[i]!;
+    return r.status === 'fulfilled' && size(r.value) >= 32 ? r.value : null;
+  };
+  const [nameW, symbolW, decimalsW, supplyW, allowanceW, ownerW, getOwnerW] = [
+    word(0),
+    word(1),
+    word(2),
+    word(3),
+    word(4),
+    word(5),
+    word(6),
+  ];
+  if (account.kind !== 'contract' || !supplyW || !allowanceW) return account;
+
+  const block = Number(state.block);
+  const code = state.code;
+  const proxy = account.facts.proxy as {
+    implementation: Address | null;
+    beacon: Address | null;
+    admin: Address | null;
+  } | null;
+  const ownerRaw = ownerW ?? getOwnerW;
+  const owner = ownerRaw
+    ? (addressInWord(ownerRaw) ?? getAddress('0x0000000000000000000000000000000000000000'))
+    : null;
+  const incomplete: Finding[] = [];
+
+  // Round trip 3 (and 4 for a beacon): the implementation's code and the owner's account.
+  const directImpl = proxy?.implementation ?? minimalProxyTarget(code);
+  const ownerLive = owner !== null && !DEAD.has(owner.toLowerCase());
+  const [implCode, ownerState] = await Promise.allSettled([
+    implementationCode(rpc, directImpl ?? null, proxy?.beacon ?? null, head.number, call),
+    ownerLive ? rpc.readAccount(owner, { ...call, block: head.number }) : Promise.resolve(null),
+  ]);
+  let implementation: Address | null = directImpl;
+  let capabilities = capabilitiesOf(code);
+  if (implCode.status === 'fulfilled' && implCode.value) {
+    implementation = implCode.value.address;
+    capabilities = mergeCapabilities(capabilities, capabilitiesOf(implCode.value.code));
+  } else if (implCode.status === 'rejected') {
+    incomplete.push(
+      incompleteAt(
+        'eth_getCode',
+        block,
+        `the code behind the proxy (${directImpl ?? proxy?.beacon}) was not read`,
+        implCode.reason,
+      ),
+    );
+  }
+  const ownerKind = ownerKindOf(owner, ownerState);
+  if (ownerState.status === 'rejected')
+    incomplete.push(incompleteAt('eth_getCode', block, `the owner ${owner} was not read`, ownerState.reason));
+
+  const decimals = decimalsW ? Number(BigInt(decimalsW) & 0xffn) : null;
+  const supplyRaw = BigInt(supplyW);
+  const symbol = decodeText(symbolW);
+  const known = opts.registry.lookup(opts.network, target) ?? null;
+
+  const findings: Finding[] = [...account.findings, ...incomplete];
+  const { findings: codeFound, views } = codeFindings({
+    target,
+    block,
+    code,
+    implementation,
+    capabilities,
+    owner,
+    ownerKind,
+    known,
+    proxy: proxy !== null || minimalProxyTarget(code) !== null,
+  });
+  findings.push(...codeFound);
+  if (supplyRaw === 0n)
+    findings.push(
+      finding('zero_supply', `${target} has a total supply of 0 at block ${block}.`, {
+        method: 'eth_call',
+        block,
+        value: { totalSupply: '0' },
+      }),
+    );
+  findings.push(...knownFindings(opts, target, block, symbol, known, owner, proxy?.admin ?? null));
+  if (trade) findings.push(...tradeFindings(target, block, trade, decimals));
+
+  const token: EvmTokenView = {
+    standard: 'erc20',
+    name: decodeText(nameW),
+    symbol,
+    decimals,
+    supply: decimals === null ? null : formatUnits(supplyRaw, decimals),
+    supply_raw: supplyRaw.toString(),
+    owner,
+    owner_kind: ownerKind,
+    implementation,
+    capabilities: views,
+    buy_tax: trade?.taxes.buy ?? null,
+    sell_tax: trade?.taxes.sell ?? null,
+    transfer_tax: trade?.taxes.transfer ?? null,
+    trade: trade ? tradeView(trade) : null,
+  };
+  return {
+    ...account,
+    status: 'erc20',
+    kind: 'contract',
+    tokenProgram: 'erc20',
+    findings,
+    facts: { ...account.facts, token_standard: 'erc20', owner, owner_kind: ownerKind, implementation },
+    complete:
+      account.complete && incomplete.length === 0 && findings.every((f) => f.code !== 'check_incomplete'),
+    listInputs: { ...account.listInputs, ...(ownerLive ? { owner: owner } : {}) },
+    token,
+    holders: null,
+    known: known ? knownContext(known, opts.registry.version, findings) : null,
+  };
+}
+
+/** The code behind a proxy: an EIP-1967 / EIP-1167 implementation directly, a beacon's through implementation(). */
+async function implementationCode(
+  rpc: EvmRpc,
+  implementation: Address | null,
+  beacon: Address | null,
+  block: bigint,
+  call: CallOptions,
+): Promise<{ address: Address; code: Hex } | null> {
+  let address = implementation;
+  if (!address && beacon) {
+    const answer = await rpc.call(
+      { to: beacon, data: encodeFunctionData({ abi: READS, functionName: 'implementation' }) },
+      block,
+      call,
+    );
+    address = size(answer) >= 32 ? addressInWord(answer) : null;
+  }
+  if (!address) return null;
+  return { address, code: await rpc.getCode(address, block, call) };
+}
+
+function ownerKindOf(
+  owner: Address | null,
+  state: PromiseSettledResult<EvmAccountState | null>,
+): EvmTokenView['owner_kind'] {
+  if (owner === null) return null;
+  if (DEAD.has(owner.toLowerCase())) return 'renounced';
+  if (state.status !== 'fulfilled' || !state.value) return null;
+  const { code, nonce, balance } = state.value;
+  if (designatedDelegate(code)) return 'delegated_wallet';
+  if (size(code) > 0) return 'contract';
+  return nonce > 0 || balance > 0n ? 'eoa' : 'unused';
+}
+
+/** A string answer (ABI `string`), or a `bytes32` one (MKR, SAI), or null. */
+function decodeText(data: Hex | null): string | null {
+  if (!data) return null;
+  try {
+    const [text] = decodeAbiParameters([{ type: 'string' }], data);
+    return clean(text);
+  } catch {
+    if (size(data) !== 32) return null;
+    return clean(hexToString(data, { size: 32 }));
+  }
+}
+const clean = (text: string) => text.replace(/\0/g, '').trim().slice(0, 200) || null;
