@@ -192,18 +192,12 @@ export const evmTokenSchema = z
       .string()
       .nullable()
       .meta({ description: '`owner()` or `getOwner()`; null when the contract has neither.' }),
-    owner_kind: z
-      .enum(['eoa', 'contract', 'delegated_wallet', 'unused', 'renounced'])
-      .nullable()
-      .meta({
-        description: 'What the owner is; `renounced`: the zero or dead address. null: no owner, or unread.',
-      }),
-    implementation: z
-      .string()
-      .nullable()
-      .meta({
-        description: 'The code behind an EIP-1967, beacon or EIP-1167 proxy, whose functions were read too.',
-      }),
+    owner_kind: z.enum(['eoa', 'contract', 'delegated_wallet', 'unused', 'renounced']).nullable().meta({
+      description: 'What the owner is; `renounced`: the zero or dead address. null: no owner, or unread.',
+    }),
+    implementation: z.string().nullable().meta({
+      description: 'The code behind an EIP-1967, beacon or EIP-1167 proxy, whose functions were read too.',
+    }),
     capabilities: z.array(
       z.object({
         capability: z.string(),
