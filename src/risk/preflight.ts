@@ -231,16 +231,35 @@ export class Preflights {
 const rank = (f: Finding) => SEVERITIES.indexOf(f.severity);
 
 /**
- * A payload preflight's called contract keeps its findings, but below high they do not weigh: what the
- * payload does decides (an exact approve of a token behind an EIP-1967 proxy is not a warning).
+ * What an ERC-20's owner could do (docs/risk.md#erc-20-tokens): the token's trustworthiness, not what a
+ * payload that calls it does — an exact approve of a mintable token risks no more than the amount.
+ */
+const TOKEN_CAPABILITY_CODES: ReadonlySet<string> = new Set([
+  'mint_authority_enabled',
+  'freeze_authority_enabled',
+  'pausable',
+  'burn_from_any',
+  'fee_modifiable',
+  'transfer_limits',
+  'trading_switch',
+]);
+
+/**
+ * A payload preflight's called contract keeps its findings, but below high — and a token's capabilities
+ * whatever their level — they do not weigh: what the payload does decides (an exact approve of a token
+ * behind an EIP-1967 proxy, or of a mintable one, is not a warning).
  */
 function calledContractFinding(f: Finding): Finding {
-  if (f.suppressed || f.severity === 'info' || rank(f) >= SEVERITIES.indexOf('high')) return f;
+  const capability = TOKEN_CAPABILITY_CODES.has(f.code);
+  if (f.suppressed || f.severity === 'info' || (rank(f) >= SEVERITIES.indexOf('high') && !capability))
+    return f;
   return {
     ...f,
     severity: 'info',
     loweredFrom: f.severity,
-    detail: `${f.detail} (${f.severity} on its own; the called contract's findings below high do not weigh on a payload preflight.)`,
+    detail: capability
+      ? `${f.detail} (${f.severity} on its own; what a token's owner could do does not weigh on a payload preflight: what the payload does decides.)`
+      : `${f.detail} (${f.severity} on its own; the called contract's findings below high do not weigh on a payload preflight.)`,
   };
 }
 

@@ -633,8 +633,9 @@ describe('EVM risk: risk-v2 and shield preflight against anvil (built service ov
       400,
       'unsupported_target_type',
     );
+    // `token` exists on EVM too (ERC-20s, test/e2e/risk-evm-token.test.ts): `stake` exists nowhere.
     await expectProblem(
-      await riskV2(acme, { target, chain: 'ethereum', network: 'mainnet', target_type: 'token' }),
+      await riskV2(acme, { target, chain: 'ethereum', network: 'mainnet', target_type: 'stake' }),
       400,
       'unsupported_target_type',
     );

@@ -36,7 +36,7 @@ import {
 import { compileContracts } from '../support/evm/solidity.js';
 import { erc2612TypedData, permit2TypedData } from '../support/evm/typed-data.js';
 import { startFaultProxy, type FaultProxy } from '../support/rpc-fault-proxy.js';
-import { prepareEnv, type RunningService, type TestEnv } from '../support/service.js';
+import { eventually, prepareEnv, type RunningService, type TestEnv } from '../support/service.js';
 
 /*
  * Shield preflight with a payload (docs/risk.md#before-the-user-signs), EVM side: the built service against
@@ -565,6 +565,13 @@ describe('shield preflight payloads on EVM (anvil, eth_simulateV1)', () => {
     } finally {
       proxy.faults.clear();
       proxy.faults.unsupported('eth_simulateV1');
+      // The failed reads opened the provider's circuit: the service recovers by itself (no restart) once
+      // its probe after the cool-down succeeds.
+      await eventually(
+        async () =>
+          (await preflight({ intent: 'transfer', target: friend, chain: 'ethereum' }, noSimulate)).complete,
+        10_000,
+      );
     }
   });
 

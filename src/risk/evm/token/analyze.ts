@@ -6,6 +6,7 @@ import {
   hexToString,
   parseAbi,
   size,
+  sliceHex,
   type Address,
   type Hex,
 } from 'viem';
@@ -18,13 +19,7 @@ import type { EvmTokenRegistry } from '../../known/evm-tokens.js';
 import type { KnownWalletImplementations } from '../../known/evm.js';
 import type { EvmTokenView, KnownTokenContext } from '../../schemas.js';
 import type { AnalyzeOptions, ChainAnalysis } from '../../types.js';
-import {
-  EIP1967_SLOTS,
-  addressInWord,
-  classifyEvmAccount,
-  designatedDelegate,
-  providerFailure,
-} from '../account.js';
+import { EIP1967_SLOTS, classifyEvmAccount, designatedDelegate, providerFailure } from '../account.js';
 import { capabilitiesOf, mergeCapabilities, minimalProxyTarget } from './capabilities.js';
 import {
   codeFindings,
@@ -161,10 +156,7 @@ export async function analyzeEvmContract(
     beacon: Address | null;
     admin: Address | null;
   } | null;
-  const ownerRaw = ownerW ?? getOwnerW;
-  const owner = ownerRaw
-    ? (addressInWord(ownerRaw) ?? getAddress('0x0000000000000000000000000000000000000000'))
-    : null;
+  const owner = addressAnswer(ownerW) ?? addressAnswer(getOwnerW);
   const incomplete: Finding[] = [];
 
   // Round trip 3 (and 4 for a beacon): the implementation's code and the owner's account.
@@ -269,7 +261,7 @@ async function implementationCode(
       block,
       call,
     );
-    address = size(answer) >= 32 ? addressInWord(answer) : null;
+    address = size(answer) >= 32 ? addressAnswer(answer) : null;
   }
   if (!address) return null;
   return { address, code: await rpc.getCode(address, block, call) };
@@ -286,6 +278,17 @@ function ownerKindOf(
   if (designatedDelegate(code)) return 'delegated_wallet';
   if (size(code) > 0) return 'contract';
   return nonce > 0 || balance > 0n ? 'eoa' : 'unused';
+}
+
+/**
+ * An `address` answer: its first word with the upper 12 bytes clear (the zero address included: a
+ * renounced owner), else null (not an owner function: a fallback that answered something else).
+ */
+function addressAnswer(data: Hex | null): Address | null {
+  if (!data) return null;
+  const first = sliceHex(data, 0, 32);
+  if (BigInt(first) >> 160n !== 0n) return null;
+  return getAddress(`0x${first.slice(26)}`);
 }
 
 /** A string answer (ABI `string`), or a `bytes32` one (MKR, SAI), or null. */
