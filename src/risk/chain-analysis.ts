@@ -1,9 +1,12 @@
-import type { EvmAccountState } from '../chains/evm.js';
+import type { Address } from 'viem';
+import type { EvmAccountState, EvmRpc } from '../chains/evm.js';
+import { parseEvmAddress } from '../chains/addresses.js';
 import type { ChainProviders } from '../chains/providers.js';
 import { networkLabel, type NetworkDef } from '../chains/registry.js';
 import { AppError } from '../platform/errors.js';
 import { analyzeEvmAccount } from './evm/account.js';
 import { analyzeEvmContract } from './evm/token/analyze.js';
+import { judgeWalletApprovals, lookbackStart } from './evm/wallet-approvals.js';
 import { finding } from './findings.js';
 import { incompleteFinding } from './incomplete.js';
 import type { KnownWalletImplementations } from './known/evm.js';
@@ -14,14 +17,19 @@ import { analyzeSolanaToken } from './solana/token/index.js';
 import { analyzeSolanaWallet } from './solana/wallet.js';
 import type { ChainAnalysis, TargetType } from './types.js';
 
-/** What a chain analysis is of: a stated target type, or `auto` (preflight: whatever the target is). */
-export type Subject = TargetType | 'auto';
+/**
+ * What a chain analysis is of: a stated target type, `auto` (preflight: whatever the target is), or
+ * `wallet_approvals` (risk-v2 `wallet`: on EVM also its outstanding approvals, from logs).
+ */
+export type Subject = TargetType | 'auto' | 'wallet_approvals';
 
 /** Budget class of an analysis: a preflight's short deadline, or the full one of risk-v2 / scan. */
 export type Mode = 'preflight' | 'full';
 
 /** Time kept back from a preflight's deadline to apply lists, score and answer. */
 export const PREFLIGHT_RESERVE_MS = 100;
+/** Time an approvals read leaves of a full analysis's deadline, to judge and answer. */
+const APPROVALS_RESERVE_MS = 500;
 /** How long after its deadline a full analysis is abandoned when its analyzers ignore the abort. */
 const FULL_HARD_STOP_SLACK_MS = 250;
 
@@ -32,6 +40,8 @@ export interface ChainAnalyzerDeps {
   solanaKnown: SolanaKnownRegistry;
   walletImplementations: KnownWalletImplementations;
   evmTokens: EvmTokenRegistry;
+  /** EVM wallets: how far back approvals are read (`risk.evm.approvals_lookback_days`). */
+  approvalsLookbackDays: number;
 }
 
 /**
@@ -55,7 +65,7 @@ export class ChainAnalyzer {
     block?: bigint,
   ): Promise<ChainAnalysis> {
     const signal = AbortSignal.timeout(Math.max(1, ms));
-    const work = this.runAnalyzers(network, target, subject, signal, block);
+    const work = this.runAnalyzers(network, target, subject, signal, Date.now() + ms, block);
     let timer: NodeJS.Timeout | undefined;
     const hardStop = new Promise<never>((_, reject) => {
       timer = setTimeout(
@@ -82,10 +92,11 @@ export class ChainAnalyzer {
     target: string,
     subject: Subject,
     signal: AbortSignal,
+    deadlineAt: number,
     block?: bigint,
   ): Promise<ChainAnalysis> {
     const opts = { network, signal };
-    if (network.family === 'evm') return this.analyzeEvm(network, target, subject, signal, block);
+    if (network.family === 'evm') return this.analyzeEvm(network, target, subject, signal, deadlineAt, block);
     const rpc = this.deps.providers.solana(network);
     const wallet = () =>
       analyzeSolanaWallet(rpc, target, { ...opts, recentTxLimit: this.deps.recentTransactions });
@@ -104,6 +115,7 @@ export class ChainAnalyzer {
     };
     switch (subject) {
       case 'wallet':
+      case 'wallet_approvals':
         return wallet();
       case 'program':
         return analyzeSolanaProgram(rpc, target, opts);
@@ -133,6 +145,7 @@ export class ChainAnalyzer {
     target: string,
     subject: Subject,
     signal: AbortSignal,
+    deadlineAt: number,
     block?: bigint,
   ): Promise<ChainAnalysis> {
     const rpc = this.deps.providers.evm(network);
@@ -152,7 +165,67 @@ export class ChainAnalyzer {
     if (subject === 'contract' || subject === 'token') return asContract(subject === 'token');
     let state: EvmAccountState | undefined;
     const account = await analyzeEvmAccount(rpc, target, { ...common, onState: (s) => (state = s) });
-    return subject === 'auto' && account.kind === 'contract' ? asContract(false, state) : account;
+    if (subject === 'auto' && account.kind === 'contract') return asContract(false, state);
+    if (subject === 'wallet_approvals' && account.kind !== 'missing')
+      return this.withApprovals(rpc, network, parseEvmAddress(target), account, signal, deadlineAt);
+    return account;
+  }
+
+  /**
+   * An EVM wallet's analysis plus its outstanding approvals over the lookback window, read at the
+   * analysis's block within what is left of its deadline (the log scan stops early rather than run past
+   * it: the window it did not cover is named, `complete: false`).
+   */
+  private async withApprovals(
+    rpc: EvmRpc,
+    network: NetworkDef,
+    owner: Address,
+    account: ChainAnalysis,
+    signal: AbortSignal,
+    deadlineAt: number,
+  ): Promise<ChainAnalysis> {
+    const head = BigInt(account.dataAsOf.block!);
+    try {
+      const judged = await judgeWalletApprovals(rpc, owner, {
+        network,
+        head,
+        fromBlock: lookbackStart(network, head, this.deps.approvalsLookbackDays),
+        signal,
+        deadlineMs: Math.max(100, deadlineAt - Date.now() - APPROVALS_RESERVE_MS),
+        walletImplementations: this.deps.walletImplementations,
+      });
+      const incomplete = judged.view.complete
+        ? []
+        : [
+            finding(
+              'check_incomplete',
+              `The approvals were not all read: ${judged.view.gaps.map((g) => `blocks ${g.from_block}–${g.to_block}: ${g.reason}`).join('; ')}. ` +
+                'Unknown is not "no risk": approvals granted there are not known.',
+              { method: 'eth_getLogs', block: Number(head), value: { gaps: judged.view.gaps } },
+            ),
+          ];
+      return {
+        ...account,
+        findings: [...account.findings, ...judged.findings, ...incomplete],
+        complete: account.complete && judged.view.complete,
+        listInputs: { ...account.listInputs, approvalSpenders: judged.spenders },
+        approvals: judged.view,
+      };
+    } catch (err) {
+      return {
+        ...account,
+        findings: [
+          ...account.findings,
+          finding('check_incomplete', `The approvals were not read: ${(err as Error).message}`, {
+            method: 'eth_getLogs',
+            block: Number(head),
+            value: { reason: (err as Error).message },
+          }),
+        ],
+        complete: false,
+        approvals: null,
+      };
+    }
   }
 }
 

@@ -6,7 +6,7 @@ import { findLookalike } from '../lists/lookalike.js';
 import type { Intent } from './policy.js';
 import { score, type RiskLevel } from './scoring.js';
 import { describeSolanaKind, isSolanaTargetTypeMismatch } from './solana/kind.js';
-import type { ChainAnalysis, TargetKind, TargetType } from './types.js';
+import type { ChainAnalysis, TargetKind, TargetType, VerdictBase } from './types.js';
 
 /*
  * The context rules (docs/risk.md#intents, #lists, #suppression): what a request and an account's lists add to a chain analysis that is the
@@ -225,6 +225,37 @@ function listRules(
           };
         }
   }
+  const flaggedSpenders = (analysis.listInputs.approvalSpenders ?? [])
+    .map((spender) => ({ spender, ...lists.flagged(network.chain, spender) }))
+    .filter((s) => s.sanctioned || s.denied);
+  if (flaggedSpenders.length)
+    added.push(
+      finding(
+        'risky_approval',
+        `${target} has outstanding approvals to flagged spenders: ` +
+          flaggedSpenders
+            .slice(0, 5)
+            .map(
+              (s) =>
+                `${s.spender} (${s.sanctioned ? `sanctioned: ${s.sanctioned.source}` : `your deny list, entry ${s.denied!.id}`})`,
+            )
+            .join('; ') +
+          '. Revoke them: a flagged spender can move the approved tokens at any time.',
+        {
+          method: 'eth_getLogs,eth_call',
+          ...at,
+          value: flaggedSpenders.map((s) => ({
+            spender: s.spender,
+            sanctioned: s.sanctioned,
+            deny_list_entry: s.denied?.id ?? null,
+            approvals: (analysis.approvals?.approvals ?? []).filter(
+              (a) => a.spender.toLowerCase() === s.spender.toLowerCase(),
+            ),
+          })),
+        },
+        { severity: 'critical' },
+      ),
+    );
   const owner = analysis.listInputs.owner;
   if (owner) {
     const o = lists.flagged(network.chain, owner);
@@ -263,4 +294,28 @@ function suppressAllowListed(findings: Finding[], status: ListStatus): Finding[]
   if (!allowed || status.denied) return findings;
   const reason = `allow-listed by your organisation${allowed.label ? ` as "${allowed.label}"` : ''} (entry ${allowed.id})`;
   return findings.map((f) => (NEVER_SUPPRESSED.has(f.code) ? f : suppress(f, reason)));
+}
+
+/** A verdict's common part: the (cached or fresh) analysis with the context's findings and score. */
+export function verdictBase(
+  network: NetworkDef,
+  target: string,
+  { analysis, cached }: { analysis: ChainAnalysis; cached: boolean },
+  judged: ContextualFindings,
+  engineVersion: string,
+): VerdictBase {
+  return {
+    target,
+    network,
+    targetKind: analysis.kind,
+    riskScore: judged.riskScore,
+    riskLevel: judged.riskLevel,
+    complete: analysis.complete,
+    findings: judged.findings,
+    facts: analysis.facts,
+    dataAsOf: analysis.dataAsOf,
+    evaluatedAt: new Date(),
+    cached,
+    engineVersion,
+  };
 }

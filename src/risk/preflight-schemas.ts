@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { SEVERITIES } from './findings.js';
 import { messageBody, transactionBody, typedDataBody } from './payload/request.js';
 import { DECISIONS, FAIL_MODES, INTENTS } from './policy.js';
-import { address, chainField, evidenceSchema, networkField } from './schemas.js';
+import { address, assetSchema, chainField, evidenceSchema, networkField } from './schemas.js';
 import { RISK_LEVELS } from './scoring.js';
 
 /*
@@ -85,16 +85,6 @@ const reasonSchema = z.object({
         'operator, recipient, new authority), or the signature / transaction itself.',
     }),
 });
-
-const assetSchema = z
-  .object({
-    type: z.enum(['native', 'erc20', 'erc721', 'erc1155', 'spl']),
-    address: z.string().optional().meta({ description: 'The token contract or mint.' }),
-    token_id: z.string().optional(),
-    symbol: z.string().optional(),
-    decimals: z.int().optional(),
-  })
-  .meta({ id: 'Asset' });
 
 const simulationSchema = z
   .object({

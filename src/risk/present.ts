@@ -3,7 +3,8 @@ import { newId } from '../platform/ids.js';
 import type { Finding } from './findings.js';
 import type { Asset, SignatureInfo, Simulation } from './payload/types.js';
 import type { Preflight, PreflightReason, SignatureBody, SimulationBody } from './preflight-schemas.js';
-import type { Assessment, FindingBody, TokenScan } from './schemas.js';
+import type { WalletApprovalsView } from './evm/wallet-approvals.js';
+import type { ApprovalsAnswer, Assessment, FindingBody, TokenScan } from './schemas.js';
 import type { PreflightVerdict, TargetVerdict, TokenVerdict, Verdict } from './service.js';
 
 /*
@@ -42,6 +43,27 @@ export function presentAssessment(v: TargetVerdict | TokenVerdict): Assessment {
     assessed_at: v.evaluatedAt.toISOString(),
     cached: v.cached,
     engine_version: v.engineVersion,
+    ...(v.kind === 'target' && v.approvals !== undefined ? { approvals: v.approvals } : {}),
+  };
+}
+
+/** GET /api/v1/approvals: the wallet's approvals and the findings about them. */
+export function presentApprovals(v: TargetVerdict & { approvals: WalletApprovalsView }): ApprovalsAnswer {
+  return {
+    target: v.target,
+    chain: v.network.chain,
+    network: v.network.network,
+    ...v.approvals,
+    findings: v.findings
+      .filter(
+        (f) =>
+          f.code === 'risky_approval' ||
+          (f.code === 'check_incomplete' && f.evidence.method === 'eth_getLogs'),
+      )
+      .map(presentFinding),
+    data_as_of: v.dataAsOf,
+    checked_at: v.evaluatedAt.toISOString(),
+    cached: v.cached,
   };
 }
 

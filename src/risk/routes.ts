@@ -1,8 +1,22 @@
 import { defineRoute } from '../http/route.js';
 import type { ImpactService } from '../impact/service.js';
 import { apiKeyOf, userOf } from '../http/state.js';
-import { countAnswered, presentAssessment, presentPreflight, presentTokenScan } from './present.js';
-import { assessmentSchema, riskV2Body, scanBody, scanSchema, SCORING } from './schemas.js';
+import {
+  countAnswered,
+  presentApprovals,
+  presentAssessment,
+  presentPreflight,
+  presentTokenScan,
+} from './present.js';
+import {
+  approvalsAnswerSchema,
+  approvalsQuery,
+  assessmentSchema,
+  riskV2Body,
+  scanBody,
+  scanSchema,
+  SCORING,
+} from './schemas.js';
 import { preflightBody, preflightSchema } from './preflight-schemas.js';
 import type { RiskService } from './service.js';
 
@@ -73,6 +87,33 @@ export function riskRoutes(risk: RiskService, impact: ImpactService) {
         });
         countAnswered(impact, 'token_scans', verdict);
         return { body: presentTokenScan(verdict) };
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/api/v1/approvals',
+      operationId: 'listApprovals',
+      summary: "A wallet's outstanding approvals (ERC-20, NFT operators, Permit2)",
+      description:
+        'What revoke.cash shows, from your node: every Approval, ApprovalForAll and Permit2 event naming the ' +
+        "wallet as owner over `risk.evm.approvals_lookback_days` (365; turned into blocks by the network's " +
+        'block time), the latest per token and spender, confirmed by current `allowance` / `isApprovedForAll` / ' +
+        'Permit2 `allowance` reads in one batch: spent, revoked and expired ones are dropped. A provider that ' +
+        'refuses a large `eth_getLogs` range gets it halved; a part it never answers is named in `gaps` with ' +
+        '`complete: false`. `risky_approval`: an unlimited or operator approval to an EOA, an unused address or ' +
+        'an unknown EIP-7702 account (high), or any approval to a sanctioned or deny-listed spender (critical). ' +
+        "Cached with the wallet's risk-v2 analysis (TTL by level). EVM chains only (`400 unsupported_chain`).",
+      tag: 'Developer API',
+      auth: 'api_key',
+      query: approvalsQuery,
+      responses: { 200: { description: 'The approvals', schema: approvalsAnswerSchema } },
+      handler: async (ctx, { query }) => {
+        const verdict = await risk.walletApprovals(apiKeyOf(ctx).accountId, {
+          address: query.target,
+          chain: query.chain,
+          network: query.network,
+        });
+        return { body: presentApprovals(verdict) };
       },
     }),
     defineRoute({

@@ -67,6 +67,72 @@ const dataAsOf = z
   .object({ slot: z.int().optional(), block: z.int().optional() })
   .meta({ id: 'DataAsOf', description: 'The chain position the verdict reflects.' });
 
+/** A token or coin, as simulations and approvals name it. */
+export const assetSchema = z
+  .object({
+    type: z.enum(['native', 'erc20', 'erc721', 'erc1155', 'spl']),
+    address: z.string().optional().meta({ description: 'The token contract or mint.' }),
+    token_id: z.string().optional(),
+    symbol: z.string().optional(),
+    decimals: z.int().optional(),
+  })
+  .meta({ id: 'Asset' });
+
+// ---- wallet approvals (risk-v2 `wallet` on EVM, GET /api/v1/approvals) ---------------------------------------
+
+export const walletApprovalsSchema = z
+  .object({
+    approvals: z.array(
+      z.object({
+        owner: z.string(),
+        asset: assetSchema,
+        spender: z.string(),
+        amount: z.string().meta({
+          description:
+            'Decimal string (raw units), or `unlimited` (≥ 2^255; Permit2 ≥ 2^159; operator approvals).',
+        }),
+        covers_balance: z.boolean().nullable(),
+        all: z.boolean().meta({ description: 'An operator approval over a whole collection.' }),
+        expires_at: z
+          .string()
+          .nullable()
+          .meta({ description: 'Permit2 `expiration`; null when it does not end.' }),
+        source: z.enum(['transaction', 'signature']),
+        kind: z.enum(['erc20', 'erc721', 'erc721_operator', 'erc1155_operator', 'permit2']),
+        granted_at_block: z.int().meta({ description: 'The block of the latest approval event for it.' }),
+        granted_tx: z.string().nullable(),
+        confirmed: z.boolean().meta({
+          description:
+            'Read at the head block (`allowance`, `isApprovedForAll`, Permit2 `allowance`); false: only the log vouches for it.',
+        }),
+        spender_kind: z
+          .enum(['known', 'contract', 'eoa', 'unused', 'delegated_wallet', 'known_delegated_wallet'])
+          .nullable()
+          .meta({
+            description: 'What the spender is; read for unlimited and operator approvals only (else null).',
+          }),
+        spender_name: z
+          .string()
+          .nullable()
+          .meta({ description: 'A well-known spender (Permit2, routers, marketplaces).' }),
+        risky: z.boolean().meta({
+          description:
+            'Unlimited or operator, to an EOA, an unused address or an unknown EIP-7702 account (`risky_approval`).',
+        }),
+      }),
+    ),
+    from_block: z
+      .int()
+      .meta({ description: 'The window read: `risk.evm.approvals_lookback_days` back from `to_block`.' }),
+    to_block: z.int(),
+    complete: z.boolean(),
+    gaps: z.array(z.object({ from_block: z.int(), to_block: z.int(), reason: z.string() })).meta({
+      description:
+        'Parts of the window not read (the provider refused them even halved, or ran out of time).',
+    }),
+  })
+  .meta({ id: 'WalletApprovals' });
+
 // ---- POST /api/web3/risk-v2 ------------------------------------------------------------------------------
 
 export const riskV2Body = z
@@ -109,8 +175,40 @@ export const assessmentSchema = z
     assessed_at: z.string(),
     cached: z.boolean().meta({ description: 'The chain analysis came from the cache (TTL by level).' }),
     engine_version: z.string(),
+    approvals: walletApprovalsSchema
+      .nullable()
+      .optional()
+      .meta({
+        description:
+          "An EVM wallet's outstanding approvals, from logs confirmed by reads (docs/risk.md#evm-wallet-approvals); " +
+          'null when they could not be read; absent for other targets.',
+      }),
   })
   .meta({ id: 'Assessment' });
+
+// ---- GET /api/v1/approvals ------------------------------------------------------------------------------
+
+export const approvalsQuery = z
+  .object({
+    target: address('The wallet'),
+    chain: chainField.optional().meta({ description: 'An EVM chain (default `ethereum`).' }),
+    network: networkField.optional(),
+  })
+  .strict();
+
+export const approvalsAnswerSchema = walletApprovalsSchema
+  .extend({
+    target: z.string(),
+    chain: z.string(),
+    network: z.string(),
+    findings: z.array(findingSchema).meta({
+      description: '`risky_approval` (and any `check_incomplete` of the read), with your lists applied.',
+    }),
+    data_as_of: dataAsOf,
+    checked_at: z.string(),
+    cached: z.boolean(),
+  })
+  .meta({ id: 'ApprovalsAnswer' });
 
 // ---- POST /api/v1/scan/token ------------------------------------------------------------------------------
 
@@ -280,6 +378,10 @@ export const scanSchema = z
 
 export type FindingBody = z.infer<typeof findingSchema>;
 export type Assessment = z.infer<typeof assessmentSchema>;
+export type ApprovalsAnswer = z.infer<typeof approvalsAnswerSchema>;
+export type WalletApprovalsView = z.infer<typeof walletApprovalsSchema>;
+export type ApprovalView = WalletApprovalsView['approvals'][number];
+export type SpenderKind = NonNullable<ApprovalView['spender_kind']>;
 export type TokenScan = z.infer<typeof scanSchema>;
 export type TokenMetadataView = z.infer<typeof metadataSchema>;
 export type TokenExtensionView = z.infer<typeof tokenSchema>['extensions'][number];

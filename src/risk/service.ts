@@ -26,10 +26,12 @@ import { AppError } from '../platform/errors.js';
 import type { Logger } from '../platform/logger.js';
 import { AnalysisCache, type CachedAnalysis } from './analysis-cache.js';
 import { ChainAnalyzer, type Mode, type Subject } from './chain-analysis.js';
-import { applyContext, type ContextualFindings } from './context.js';
+import { applyContext, verdictBase } from './context.js';
 import { mergeKnownWalletImplementations, type KnownWalletImplementations } from './known/evm.js';
 import { mergeEvmTokenRegistry, type EvmTokenRegistry } from './known/evm-tokens.js';
 import type { EvmTokenAnalysis } from './evm/token/analyze.js';
+import type { WalletApprovalsView } from './evm/wallet-approvals.js';
+import { approvalsSince, type ApprovalsSince } from './approvals-since.js';
 import { SOLANA_KNOWN, type SolanaKnownRegistry } from './known/solana.js';
 import { INTENTS } from './policy.js';
 import type { RiskSettings } from './settings.js';
@@ -68,13 +70,20 @@ export interface TargetRef {
   field?: string;
 }
 
-/** `fresh`: skip the analysis cache (the watchlist scanner, when an entry's state just changed). */
-export type EvaluateOptions = { targetType: string; fresh?: boolean } | { intent: string };
+/**
+ * `fresh`: skip the analysis cache (the watchlist scanner, when an entry's state just changed).
+ * `approvals: false`: an EVM wallet without its approvals read from logs (the watchlist scanner, which
+ * follows new approvals from a block cursor instead: `approvalsSince`).
+ */
+export type EvaluateOptions =
+  { targetType: string; fresh?: boolean; approvals?: boolean } | { intent: string };
 
 /** The target judged as the stated type (risk-v2, watchlists). */
 export interface TargetVerdict extends VerdictBase {
   kind: 'target';
   targetType: TargetType;
+  /** An EVM wallet's outstanding approvals (risk-v2); null when not read, absent elsewhere. */
+  approvals?: WalletApprovalsView | null;
 }
 
 /**
@@ -117,14 +126,17 @@ export class RiskService {
   private readonly analyzer: ChainAnalyzer;
   private readonly cache: AnalysisCache;
   private readonly preflights: Preflights;
+  private readonly walletImplementations: KnownWalletImplementations;
 
   constructor(private readonly deps: RiskServiceDeps) {
     const solanaKnown = deps.solanaKnown ?? SOLANA_KNOWN;
     const walletImplementations = deps.walletImplementations ?? mergeKnownWalletImplementations();
+    this.walletImplementations = walletImplementations;
     const evmTokens =
       deps.evmTokens ?? mergeEvmTokenRegistry(deps.settings.evm.routers, deps.settings.evm.known_tokens);
     this.analyzer = new ChainAnalyzer({
       evmTokens,
+      approvalsLookbackDays: deps.settings.evm.approvals_lookback_days,
       providers: deps.providers,
       recentTransactions: deps.settings.recent_transactions,
       solanaKnown,
@@ -157,13 +169,19 @@ export class RiskService {
   evaluate(
     accountId: string,
     target: TargetRef,
-    options: { targetType: string; fresh?: boolean },
+    options: { targetType: string; fresh?: boolean; approvals?: boolean },
   ): Promise<TargetVerdict | TokenVerdict>;
   evaluate(accountId: string, target: TargetRef, options: { intent: string }): Promise<PreflightVerdict>;
   evaluate(accountId: string, target: TargetRef, options: EvaluateOptions): Promise<Verdict> {
     return 'intent' in options
       ? this.preflight(accountId, { ...target, target: target.address, intent: options.intent })
-      : this.evaluateAsType(accountId, target, options.targetType, options.fresh);
+      : this.evaluateAsType(
+          accountId,
+          target,
+          options.targetType,
+          options.fresh,
+          options.approvals !== false,
+        );
   }
 
   /**
@@ -213,6 +231,7 @@ export class RiskService {
     ref: TargetRef,
     type: string,
     fresh = false,
+    approvals = true,
   ): Promise<TargetVerdict | TokenVerdict> {
     const network = this.deps.providers.resolve(ref.chain, ref.network);
     const targetType = oneOf(TARGET_TYPES, type, 'unsupported_target_type', 'target_type');
@@ -224,12 +243,14 @@ export class RiskService {
         { errors: [{ path: 'target_type', message: `not a target type of ${network.chain}` }] },
       );
     const target = parseAddress(network, ref.address, ref.field);
+    const subject =
+      targetType === 'wallet' && network.family === 'evm' && approvals ? 'wallet_approvals' : targetType;
     const [fetched, lists] = await Promise.all([
-      this.chainAnalysis(network, target, targetType, 'full', 0, fresh),
+      this.chainAnalysis(network, target, subject, 'full', 0, fresh),
       this.deps.lists.view(accountId),
     ]);
     const judged = applyContext(fetched.analysis, { network, target, targetType, lists });
-    const base = verdictBase(network, target, fetched, judged);
+    const base = verdictBase(network, target, fetched, judged, ENGINE_VERSION);
     const { analysis } = fetched;
     if (targetType === 'token' && isEvmTokenAnalysis(analysis))
       return {
@@ -251,7 +272,55 @@ export class RiskService {
           holders: analysis.holders,
           known: analysis.known,
         }
-      : { ...base, kind: 'target', targetType };
+      : {
+          ...base,
+          kind: 'target',
+          targetType,
+          ...(analysis.approvals !== undefined ? { approvals: analysis.approvals } : {}),
+        };
+  }
+
+  /**
+   * An EVM wallet's outstanding approvals (GET /api/v1/approvals): its risk-v2 `wallet` verdict, which
+   * carries them. Another chain → 400 `unsupported_chain`; approvals that could not be read at all →
+   * 503 `provider_unavailable` (a partly read window answers, `complete: false`, its gaps named).
+   */
+  async walletApprovals(
+    accountId: string,
+    ref: TargetRef,
+  ): Promise<TargetVerdict & { approvals: WalletApprovalsView }> {
+    const network = this.deps.providers.resolve(ref.chain ?? 'ethereum', ref.network);
+    if (network.family !== 'evm')
+      throw new AppError(
+        'unsupported_chain',
+        `Approvals are read on EVM networks; ${networkLabel(network)} is not one (Solana delegates are in its risk-v2 wallet answer).`,
+        { errors: [{ path: 'chain', message: 'expected an EVM chain' }] },
+      );
+    const verdict = await this.evaluateAsType(
+      accountId,
+      { ...ref, chain: network.chain, network: network.network },
+      'wallet',
+    );
+    if (verdict.kind !== 'target' || !verdict.approvals) {
+      const why = verdict.findings.find((f) => f.code === 'check_incomplete');
+      throw new AppError(
+        'provider_unavailable',
+        `The approvals of ${verdict.target} on ${networkLabel(network)} could not be read` +
+          (why ? `: ${why.detail}` : '.'),
+      );
+    }
+    return { ...verdict, approvals: verdict.approvals };
+  }
+
+  /** New approvals of an EVM wallet after a block, for the watchlist scanner (approvals-since.ts). */
+  approvalsSince(accountId: string, ref: TargetRef, afterBlock: bigint | null): Promise<ApprovalsSince> {
+    const { providers, lists } = this.deps;
+    return approvalsSince(
+      { providers, lists, walletImplementations: this.walletImplementations },
+      accountId,
+      ref,
+      afterBlock,
+    );
   }
 
   /**
@@ -306,28 +375,6 @@ export class RiskService {
     }
     return fetched;
   }
-}
-
-function verdictBase(
-  network: NetworkDef,
-  target: string,
-  { analysis, cached }: CachedAnalysis,
-  judged: ContextualFindings,
-): VerdictBase {
-  return {
-    target,
-    network,
-    targetKind: analysis.kind,
-    riskScore: judged.riskScore,
-    riskLevel: judged.riskLevel,
-    complete: analysis.complete,
-    findings: judged.findings,
-    facts: analysis.facts,
-    dataAsOf: analysis.dataAsOf,
-    evaluatedAt: new Date(),
-    cached,
-    engineVersion: ENGINE_VERSION,
-  };
 }
 
 /** `value` if it is one of `allowed`, else a 400 with `code` naming the field and the allowed values. */

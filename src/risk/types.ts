@@ -1,4 +1,5 @@
 import type { NetworkDef } from '../chains/registry.js';
+import type { WalletApprovalsView } from './evm/wallet-approvals.js';
 import type { Finding } from './findings.js';
 import type { RiskLevel } from './scoring.js';
 
@@ -25,6 +26,8 @@ export interface ListInputs {
   delegate?: string;
   /** EVM token: its live owner (→ `owner_flagged` when listed). */
   owner?: string;
+  /** EVM wallet: the spenders of its outstanding approvals (→ `risky_approval` critical when listed). */
+  approvalSpenders?: string[];
 }
 
 export interface Counterparty {
@@ -46,6 +49,8 @@ export interface ChainAnalysis {
   complete: boolean;
   dataAsOf: { slot?: number; block?: number };
   listInputs: ListInputs;
+  /** EVM wallet (risk-v2 `wallet`): its outstanding approvals; null when they could not be read. */
+  approvals?: WalletApprovalsView | null;
 }
 
 export interface AnalyzeOptions {

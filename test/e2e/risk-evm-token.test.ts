@@ -1,6 +1,6 @@
-import { getAddress, type Address } from 'viem';
+import { getAddress, maxUint256, type Address } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Assessment, FindingBody, TokenScan } from '../../src/risk/schemas.js';
+import type { ApprovalsAnswer, Assessment, FindingBody, TokenScan } from '../../src/risk/schemas.js';
 import type { Preflight } from '../../src/risk/preflight-schemas.js';
 import {
   bearer,
@@ -11,7 +11,14 @@ import {
   type Customer,
 } from '../support/auth-helpers.js';
 import { startAnvil, type RunningAnvil } from '../support/evm/anvil.js';
-import { buildTokenWorld, FEE_BPS, type TokenName, type TokenWorld } from '../support/evm/tokens.js';
+import { connectAnvil } from '../support/evm/contracts.js';
+import {
+  buildTokenWorld,
+  erc20Abi,
+  FEE_BPS,
+  type TokenName,
+  type TokenWorld,
+} from '../support/evm/tokens.js';
 import { testIdentityProvider } from '../support/jwt.js';
 import { startFaultProxy, sequentialRoundTrips, type FaultProxy } from '../support/rpc-fault-proxy.js';
 import { prepareEnv, type RunningService, type TestEnv } from '../support/service.js';
@@ -330,5 +337,116 @@ describe('ERC-20 scans: bytecode capabilities, owner, honeypot and taxes by simu
     );
     expect(preflight.reasons.map((f) => f.code)).toContain('mint_authority_enabled');
     expect(preflight.reasons.map((f) => f.code)).not.toContain('cannot_sell');
+  });
+
+  describe('wallet approvals (risk-v2 wallet, GET /api/v1/approvals)', () => {
+    /** Dev account 1: grants and revokes approvals by real transactions. */
+    let wallet: Address;
+    /** Dev account 2: an EOA spender. */
+    let eoa: Address;
+    const approvalsRes = (query: Record<string, string>, customer = acme) =>
+      fetch(`${svc.baseUrl}/api/v1/approvals?${new URLSearchParams(query).toString()}`, {
+        headers: { 'x-api-key': customer.key.key },
+      });
+
+    beforeAll(async () => {
+      const conn = connectAnvil(anvil);
+      const signer = conn.wallet(anvil.accounts[1]!.privateKey);
+      wallet = signer.account.address;
+      eoa = getAddress(anvil.accounts[2]!.address);
+      const approve = async (token: Address, spender: Address, amount: bigint) => {
+        const hash = await signer.writeContract({
+          address: token,
+          abi: erc20Abi,
+          functionName: 'approve',
+          args: [spender, amount],
+        });
+        const receipt = await conn.publicClient.waitForTransactionReceipt({ hash });
+        expect(receipt.status).toBe('success');
+      };
+      await approve(world.tokens.clean, eoa, maxUint256); // unlimited to an EOA: risky
+      await approve(world.tokens.mintable, world.uniswap.router, 100n); // limited to a contract
+      await approve(world.tokens.pausable, eoa, maxUint256); // granted…
+      await approve(world.tokens.pausable, eoa, 0n); // …and revoked
+    });
+
+    it('lists what is outstanding, confirmed by reads; an unlimited approval to an EOA is risky_approval', async () => {
+      const res = await expectJson<ApprovalsAnswer>(
+        await approvalsRes({ target: wallet, chain: 'ethereum' }),
+        200,
+      );
+      expect(res).toMatchObject({
+        target: wallet,
+        chain: 'ethereum',
+        network: 'mainnet',
+        complete: true,
+        gaps: [],
+      });
+      expect(res.from_block).toBe(0);
+      const byToken = Object.fromEntries(res.approvals.map((a) => [a.asset.address ?? '', a] as const));
+      expect(Object.keys(byToken).sort()).toEqual([world.tokens.clean, world.tokens.mintable].sort());
+      expect(byToken[world.tokens.clean]).toMatchObject({
+        spender: eoa,
+        amount: 'unlimited',
+        kind: 'erc20',
+        confirmed: true,
+        spender_kind: 'eoa',
+        risky: true,
+        source: 'transaction',
+      });
+      expect(byToken[world.tokens.mintable]).toMatchObject({
+        spender: world.uniswap.router,
+        amount: '100',
+        risky: false,
+      });
+      expect(byToken[world.tokens.clean]!.granted_at_block).toBeGreaterThan(Number(world.blockNumber));
+      expect(only(res.findings, 'risky_approval')).toMatchObject({ severity: 'high', suppressed: false });
+
+      // The same list in the wallet's risk-v2 answer.
+      const token = idp.sign({ org_id: acme.account.org_id, sub: 'analyst' });
+      const assessment = await expectJson<Assessment>(
+        await post(svc, '/api/web3/risk-v2', bearer(token), {
+          target: wallet,
+          chain: 'ethereum',
+          target_type: 'wallet',
+        }),
+        200,
+      );
+      expect(assessment.approvals?.approvals.map((a) => a.asset.address).sort()).toEqual(
+        [world.tokens.clean, world.tokens.mintable].sort(),
+      );
+      expect(codes(assessment.findings)).toContain('risky_approval');
+    });
+
+    it('a spender on the account’s deny list makes it critical, for that account only; bad input is a 4xx', async () => {
+      const entry = await post(
+        svc,
+        '/api/v1/lists/deny/entries',
+        { 'x-api-key': globex.key.key },
+        {
+          chain: 'ethereum',
+          target: world.uniswap.router,
+          reason: 'compromised router',
+        },
+      );
+      expect(entry.status).toBe(201);
+      const flagged = await expectJson<ApprovalsAnswer>(await approvalsRes({ target: wallet }, globex), 200);
+      const critical = flagged.findings.filter(
+        (f) => f.code === 'risky_approval' && f.severity === 'critical',
+      );
+      expect(critical).toHaveLength(1);
+      expect(JSON.stringify(critical[0]!.evidence.value)).toContain(world.uniswap.router);
+      const other = await expectJson<ApprovalsAnswer>(await approvalsRes({ target: wallet }), 200);
+      expect(other.findings.filter((f) => f.severity === 'critical')).toEqual([]);
+
+      await expectProblem(await approvalsRes({ target: 'not-an-address' }), 400, 'invalid_address');
+      await expectProblem(
+        await approvalsRes({ target: 'So11111111111111111111111111111111111111112', chain: 'solana' }),
+        400,
+        'unsupported_chain',
+      );
+      const anonymous = await fetch(`${svc.baseUrl}/api/v1/approvals?target=${wallet}`);
+      expect(anonymous.status).toBe(401);
+    });
   });
 });

@@ -22,6 +22,26 @@ export type FaultMode =
   /** Forward, then send back only the first half of the upstream's JSON (a complete HTTP response). */
   | 'truncated';
 
+/**
+ * How a provider refuses one `eth_getLogs` call (see `faults.limitLogs`): a JSON-RPC error object for that
+ * call alone, or an HTTP status (with a JSON-RPC error body) for the whole request carrying it.
+ */
+export type LogsRefusal = { code: number; message: string } | { status: number; body?: string };
+
+/** Decides, from a call's numeric block range (inclusive), whether the provider refuses it; null forwards. */
+export type LogsRule = (range: { fromBlock: bigint; toBlock: bigint }) => LogsRefusal | null;
+
+/**
+ * The rule of a provider capping `eth_getLogs` at `maxBlocks` blocks per call, the way public endpoints
+ * do (in the words some of them use).
+ */
+export const maxLogsRange =
+  (maxBlocks: bigint, code = -32602): LogsRule =>
+  ({ fromBlock, toBlock }) =>
+    toBlock - fromBlock + 1n > maxBlocks
+      ? { code, message: `exceed maximum block range: ${maxBlocks}` }
+      : null;
+
 export interface FaultProxyStats {
   /** HTTP requests received (a JSON-RPC batch array is one). */
   roundTrips: number;
@@ -77,6 +97,12 @@ export interface FaultProxy {
      * the other calls of the same batch are forwarded (until clear).
      */
     unsupported(...methods: string[]): void;
+    /**
+     * Play a provider that limits `eth_getLogs`: each call with a numeric block range that `rule` refuses
+     * gets the refusal (a JSON-RPC error for that call, the other calls of the batch forwarded; or an HTTP
+     * status for the whole request). Calls with a block tag or a block hash are forwarded (until clear).
+     */
+    limitLogs(rule: LogsRule): void;
     /** Back to a healthy provider (latency is kept). */
     clear(): void;
   };
@@ -114,6 +140,37 @@ function methodsOf(body: string): string[] {
   }
 }
 
+interface WireCall {
+  id: unknown;
+  method: string;
+  params?: unknown;
+}
+
+/** The calls of a JSON-RPC body and whether it was a batch; null when it is not JSON-RPC. */
+function callsOf(body: string): { batch: boolean; calls: WireCall[] } | null {
+  try {
+    const parsed = JSON.parse(body) as unknown;
+    const batch = Array.isArray(parsed);
+    const calls = (batch ? parsed : [parsed]) as unknown[];
+    // Anything but call objects goes to the upstream as it came, to answer as it does.
+    if (!calls.every((c) => typeof c === 'object' && c !== null)) return null;
+    return { batch, calls: calls as WireCall[] };
+  } catch {
+    return null;
+  }
+}
+
+/** What `rule` says of an `eth_getLogs` call with a numeric range; null for any other call. */
+function logsRefusal(call: WireCall, rule: LogsRule): LogsRefusal | null {
+  if (call.method !== 'eth_getLogs' || !Array.isArray(call.params)) return null;
+  const filter = call.params[0] as { fromBlock?: unknown; toBlock?: unknown } | undefined;
+  const block = (v: unknown) => (typeof v === 'string' && /^0x[0-9a-f]+$/i.test(v) ? BigInt(v) : null);
+  const fromBlock = block(filter?.fromBlock);
+  const toBlock = block(filter?.toBlock);
+  if (fromBlock === null || toBlock === null) return null;
+  return rule({ fromBlock, toBlock });
+}
+
 async function readBody(req: IncomingMessage): Promise<string> {
   const chunks: Buffer[] = [];
   for await (const chunk of req) chunks.push(chunk as Buffer);
@@ -132,6 +189,7 @@ export async function startFaultProxy(upstreamUrl: string): Promise<FaultProxy> 
   const queue: { remaining: number; mode: FaultMode }[] = [];
   const byMethod = new Map<string, FaultMode>();
   const missing = new Set<string>();
+  let logsRule: LogsRule | undefined;
   let always: FaultMode | undefined;
   const hanging = new Set<ServerResponse>();
   // Aborted on close(), so waits (latency, delays, upstream fetches) end with it.
@@ -151,17 +209,18 @@ export async function startFaultProxy(upstreamUrl: string): Promise<FaultProxy> 
     return always;
   };
 
-  /** The answer of a node without the `missing` methods: theirs "method not found", the rest forwarded. */
-  const withoutMissing = async (body: string, signal: AbortSignal): Promise<unknown> => {
-    const parsed = JSON.parse(body) as unknown;
-    const batch = Array.isArray(parsed);
-    const calls = (batch ? parsed : [parsed]) as { id: unknown; method: string }[];
-    const notFound = (c: { id: unknown }) => ({
-      jsonrpc: '2.0',
-      id: c.id,
-      error: { code: -32601, message: 'Method not found' },
-    });
-    const forward = calls.filter((c) => !missing.has(c.method));
+  /**
+   * The answer of a node that answers some calls itself (`local` gives their error object): those get
+   * it, the rest of the request is forwarded and the answers put back in order.
+   */
+  const partlyLocal = async (
+    parsed: { batch: boolean; calls: WireCall[] },
+    local: (call: WireCall) => { code: number; message: string } | null,
+    signal: AbortSignal,
+  ): Promise<unknown> => {
+    const { batch, calls } = parsed;
+    const errors = calls.map(local);
+    const forward = calls.filter((_, i) => errors[i] === null);
     let answers: { id: unknown }[] = [];
     if (forward.length > 0) {
       const upstream = await fetch(upstreamUrl, {
@@ -172,7 +231,10 @@ export async function startFaultProxy(upstreamUrl: string): Promise<FaultProxy> 
       });
       answers = (await upstream.json()) as { id: unknown }[];
     }
-    const out = calls.map((c) => (missing.has(c.method) ? notFound(c) : answers.find((a) => a.id === c.id)));
+    const out = calls.map((c, i) => {
+      const error = errors[i];
+      return error ? { jsonrpc: '2.0', id: c.id, error } : answers.find((a) => a.id === c.id);
+    });
     return batch ? out : out[0];
   };
 
@@ -233,10 +295,38 @@ export async function startFaultProxy(upstreamUrl: string): Promise<FaultProxy> 
       return;
     }
 
+    // The node's own answers: methods it lacks, eth_getLogs ranges it refuses.
+    const parsed = missing.size > 0 || logsRule ? callsOf(body) : null;
+    const rule = logsRule;
+    const refusals = new Map<WireCall, LogsRefusal>();
+    if (parsed && rule)
+      for (const call of parsed.calls) {
+        const refusal = logsRefusal(call, rule);
+        if (refusal) refusals.set(call, refusal);
+      }
+    if (refusals.size > 0 && !fault) s.faulted += 1;
+    const refusedRequest = [...refusals.values()].find((r) => 'status' in r);
+    if (refusedRequest && 'status' in refusedRequest) {
+      res.writeHead(refusedRequest.status, { 'content-type': 'application/json' });
+      res.end(
+        refusedRequest.body ??
+          JSON.stringify({
+            jsonrpc: '2.0',
+            id: null,
+            error: { code: -32005, message: `HTTP ${refusedRequest.status}: response size too large` },
+          }),
+      );
+      return;
+    }
     s.forwarded += 1;
-    if (missing.size > 0 && methods.some((m) => missing.has(m))) {
+    if (parsed && (refusals.size > 0 || parsed.calls.some((c) => missing.has(c.method)))) {
+      const local = (call: WireCall) => {
+        if (missing.has(call.method)) return { code: -32601, message: 'Method not found' };
+        const refusal = refusals.get(call);
+        return refusal && 'code' in refusal ? refusal : null;
+      };
       res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify(await withoutMissing(body, signal)));
+      res.end(JSON.stringify(await partlyLocal(parsed, local, signal)));
       return;
     }
     const upstream = await fetch(upstreamUrl, {
@@ -297,10 +387,14 @@ export async function startFaultProxy(upstreamUrl: string): Promise<FaultProxy> 
       unsupported(...methods: string[]) {
         for (const m of methods) missing.add(m);
       },
+      limitLogs(rule: LogsRule) {
+        logsRule = rule;
+      },
       clear() {
         queue.length = 0;
         byMethod.clear();
         missing.clear();
+        logsRule = undefined;
         always = undefined;
       },
     },
