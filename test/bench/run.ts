@@ -63,8 +63,9 @@
  *
  * Knobs (environment): BENCH_DURATION_S (10), BENCH_WARMUP_S (3), BENCH_ROUNDS (3), BENCH_CONNECTIONS
  * (50), BENCH_ONLY (comma-separated names among public-impact, usage-api-key, preflight-cached,
- * bare-koa-post, scan-cold, usage-history, api-scaling, watchlists, webhooks, schedules, payload; the baseline
- * always runs, unless watchlists, webhooks, schedules or payload is the only name; `payload`:
+ * bare-koa-post, scan-cold, usage-history, api-scaling, watchlists, webhooks, schedules, payload, evm-tokens; the baseline
+ * always runs, unless watchlists, webhooks, schedules, payload or evm-tokens is the only name; `evm-tokens`:
+ * test/bench/evm-tokens.ts, cold ERC-20 scans and a wallet's approvals from 10,000 logs; `payload`:
  * test/bench/payload-preflight.ts, shield preflights with a payload at 50 ms per provider round trip;
  * `webhooks`: test/bench/webhooks.ts, 10,000
  * events to verifying receivers; `schedules`: test/bench/watchlist-schedules.ts, 3,000 watchlists of one
@@ -102,6 +103,7 @@ import { measureColdScans, type ColdScanReport } from './cold-scan.js';
 import { runWatchlistsBench, type WatchlistsReport } from './watchlists.js';
 import { benchWebhooks } from './webhooks.js';
 import { benchPayloads } from './payload-preflight.js';
+import { benchEvmTokens } from './evm-tokens.js';
 import { benchSchedules } from './watchlist-schedules.js';
 import { benchUsageHistory } from './usage-history.js';
 import { ensureWrk, runWrk, stopWrk } from './wrk.js';
@@ -224,6 +226,21 @@ const PAYLOAD = 'payload';
 const RUN_PAYLOAD = !ONLY?.length || ONLY.includes(PAYLOAD);
 const ONLY_PAYLOAD = !!ONLY?.length && ONLY.every((name) => name === PAYLOAD);
 
+/**
+ * Cold ERC-20 scans and a wallet's approvals from 10,000 logs, 50 ms per provider round trip
+ * (test/bench/evm-tokens.ts): selectable in BENCH_ONLY, runs after payload.
+ */
+const EVM_TOKENS = 'evm-tokens';
+const RUN_EVM_TOKENS = !ONLY?.length || ONLY.includes(EVM_TOKENS);
+const ONLY_EVM_TOKENS = !!ONLY?.length && ONLY.every((name) => name === EVM_TOKENS);
+
+/** BENCH_ONLY=evm-tokens: just that, and its results in BENCH_OUT; a failure (non-200, > 3 round trips) fails it. */
+async function evmTokensAlone(): Promise<number> {
+  const evmTokens = await benchEvmTokens(log);
+  writeResults({ ok: evmTokens.failures.length === 0, evmTokens, failures: evmTokens.failures });
+  return evmTokens.failures.length === 0 ? 0 : 1;
+}
+
 /** BENCH_ONLY=payload: just that, and its results in BENCH_OUT; failures (non-200, past the deadline) fail it. */
 async function payloadAlone(): Promise<number> {
   const payload = await benchPayloads(log);
@@ -277,12 +294,13 @@ function scenarios(f: Fixtures): Scenario[] {
       name !== WEBHOOKS &&
       name !== SCHEDULES &&
       name !== PAYLOAD &&
+      name !== EVM_TOKENS &&
       !all.some((s) => s.name === name),
   );
   if (unknown.length)
     throw new Error(
       `BENCH_ONLY names no scenario: ${unknown.join(', ')} ` +
-        `(known: ${[...all.map((s) => s.name), SCAN_COLD, USAGE_HISTORY, SCALING, WATCHLISTS, WEBHOOKS, SCHEDULES, PAYLOAD].join(', ')})`,
+        `(known: ${[...all.map((s) => s.name), SCAN_COLD, USAGE_HISTORY, SCALING, WATCHLISTS, WEBHOOKS, SCHEDULES, PAYLOAD, EVM_TOKENS].join(', ')})`,
     );
   // api-scaling measures its scenarios, and a scenario is measured with its floor.
   const chosen = all.filter(
@@ -759,6 +777,7 @@ async function main(): Promise<number> {
   if (ONLY_WEBHOOKS) return webhooksAlone();
   if (ONLY_SCHEDULES) return schedulesAlone();
   if (ONLY_PAYLOAD) return payloadAlone();
+  if (ONLY_EVM_TOKENS) return evmTokensAlone();
 
   const wrkVersion = ensureWrk(log);
   log(
@@ -986,6 +1005,8 @@ async function main(): Promise<number> {
   const payload = RUN_PAYLOAD ? await benchPayloads(log) : undefined;
   if (payload)
     failures.push(...payload.shapes.flatMap((s) => s.failures.map((f) => `payload ${s.shape}: ${f}`)));
+  const evmTokens = RUN_EVM_TOKENS ? await benchEvmTokens(log) : undefined;
+  if (evmTokens) failures.push(...evmTokens.failures);
   for (const f of failures) log(`ERROR ${f}`);
 
   const ok = failures.length === 0;
@@ -1018,6 +1039,7 @@ async function main(): Promise<number> {
     ...(webhooks ? { webhooks } : {}),
     ...(schedules ? { schedules } : {}),
     ...(payload ? { payload } : {}),
+    ...(evmTokens ? { evmTokens } : {}),
     failures,
   });
   if (CPU_PROF_DIR) log(`cpu profiles of the service: ${CPU_PROF_DIR} (written when it stops)`);
