@@ -12,7 +12,10 @@ import { RISK_LEVELS } from '../risk/scoring.js';
 
 // ---- the watchlist alert ------------------------------------------------------------------------------
 
-/** The changes a watchlist scan raises alerts for (src/watchlists/diff.ts says when each is raised). */
+/**
+ * The changes a watchlist scan raises alerts for (src/watchlists/diff.ts says when each is raised;
+ * `approval_granted`, a deep scan's new approval of an EVM wallet, src/watchlists/judge.ts).
+ */
 export const ALERT_TYPES = [
   'level_changed',
   'finding_added',
@@ -24,6 +27,7 @@ export const ALERT_TYPES = [
   'balance_changed',
   'account_closed',
   'account_created',
+  'approval_granted',
 ] as const;
 export type AlertType = (typeof ALERT_TYPES)[number];
 

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { SEVERITIES } from './findings.js';
 import { messageBody, transactionBody, typedDataBody } from './payload/request.js';
 import { DECISIONS, FAIL_MODES, INTENTS } from './policy.js';
-import { address, assetSchema, chainField, evidenceSchema, networkField } from './schemas.js';
+import { address, approvalSchema, assetSchema, chainField, evidenceSchema, networkField } from './schemas.js';
 import { RISK_LEVELS } from './scoring.js';
 
 /*
@@ -110,28 +110,7 @@ const simulationSchema = z
         }),
       )
       .meta({ description: "Net balance changes, `from`'s first. What the node simulated, not a promise." }),
-    approvals: z.array(
-      z.object({
-        owner: z.string(),
-        asset: assetSchema,
-        spender: z.string(),
-        amount: z.string().meta({
-          description:
-            'Decimal string, or `unlimited`: at least 2^(w−1) for the field width w (uint256 → 2^255, ' +
-            "Permit2's uint160 → 2^159, Solana u64 → 2^63), DAI's `allowed: true`, or an operator approval.",
-        }),
-        covers_balance: z
-          .boolean()
-          .nullable()
-          .meta({ description: "At least `from`'s current balance of the asset; null when unknown." }),
-        all: z.boolean().meta({ description: 'An operator approval over the whole collection (NFTs).' }),
-        expires_at: z
-          .string()
-          .nullable()
-          .meta({ description: 'When the allowance ends (Permit2 `expiration`); null when it does not.' }),
-        source: z.enum(['transaction', 'signature']),
-      }),
-    ),
+    approvals: z.array(approvalSchema),
     authority_changes: z.array(
       z.object({
         account: z.string(),

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { CATALOG, SEVERITIES, type FindingCode } from './findings.js';
 import { RISK_LEVELS } from './scoring.js';
-import { TARGET_TYPES } from './types.js';
+import { TARGET_TYPES } from './target-types.js';
 
 /*
  * The risk feature's HTTP shapes, defined once: the routes validate requests and write the OpenAPI
@@ -78,26 +78,34 @@ export const assetSchema = z
   })
   .meta({ id: 'Asset' });
 
+/** One approval, as a payload preflight's simulation or decoding answers it (and a wallet's approvals list). */
+export const approvalSchema = z.object({
+  owner: z.string(),
+  asset: assetSchema,
+  spender: z.string(),
+  amount: z.string().meta({
+    description:
+      'Decimal string, or `unlimited`: at least 2^(w−1) for the field width w (uint256 → 2^255, ' +
+      "Permit2's uint160 → 2^159, Solana u64 → 2^63), DAI's `allowed: true`, or an operator approval.",
+  }),
+  covers_balance: z
+    .boolean()
+    .nullable()
+    .meta({ description: "At least `from`'s current balance of the asset; null when unknown." }),
+  all: z.boolean().meta({ description: 'An operator approval over the whole collection (NFTs).' }),
+  expires_at: z
+    .string()
+    .nullable()
+    .meta({ description: 'When the allowance ends (Permit2 `expiration`); null when it does not.' }),
+  source: z.enum(['transaction', 'signature']),
+});
+
 // ---- wallet approvals (risk-v2 `wallet` on EVM, GET /api/v1/approvals) ---------------------------------------
 
 export const walletApprovalsSchema = z
   .object({
     approvals: z.array(
-      z.object({
-        owner: z.string(),
-        asset: assetSchema,
-        spender: z.string(),
-        amount: z.string().meta({
-          description:
-            'Decimal string (raw units), or `unlimited` (≥ 2^255; Permit2 ≥ 2^159; operator approvals).',
-        }),
-        covers_balance: z.boolean().nullable(),
-        all: z.boolean().meta({ description: 'An operator approval over a whole collection.' }),
-        expires_at: z
-          .string()
-          .nullable()
-          .meta({ description: 'Permit2 `expiration`; null when it does not end.' }),
-        source: z.enum(['transaction', 'signature']),
+      approvalSchema.extend({
         kind: z.enum(['erc20', 'erc721', 'erc721_operator', 'erc1155_operator', 'permit2']),
         granted_at_block: z.int().meta({ description: 'The block of the latest approval event for it.' }),
         granted_tx: z.string().nullable(),

@@ -1,11 +1,9 @@
 import type { NetworkDef } from '../chains/registry.js';
-import type { WalletApprovalsView } from './evm/wallet-approvals.js';
+import type { WalletApprovalsView } from './schemas.js';
 import type { Finding } from './findings.js';
 import type { RiskLevel } from './scoring.js';
 
-/** What the caller says the target is (risk-v2 `target_type`). */
-export const TARGET_TYPES = ['wallet', 'contract', 'program', 'token'] as const;
-export type TargetType = (typeof TARGET_TYPES)[number];
+export { TARGET_TYPES, type TargetType } from './target-types.js';
 
 /** What the chain says it is. `missing`: no account / never used. */
 export type TargetKind =

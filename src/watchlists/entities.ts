@@ -80,6 +80,12 @@ export const WatchlistEntrySchema = defineEntity({
     /** `{ level, score, findings: [{ code, severity }] }` of the latest deep scan. */
     verdict: p.json<Record<string, unknown>>().nullable(),
     deepCheckedAt: p.datetime().nullable(),
+    /**
+     * EVM wallets: the last block whose approvals the deep scan has read (`approval_granted` alerts); the
+     * next one reads from the block after it. Null: not read yet (the first deep scan sets it to the head,
+     * so history is not alerted on).
+     */
+    approvalsCursorBlock: p.bigint('string').nullable(),
   },
 });
 export type WatchlistEntry = InferEntity<typeof WatchlistEntrySchema>;

@@ -1,4 +1,7 @@
+import { createHash } from 'node:crypto';
+import { canonicalJson } from '../chains/jsonrpc-wire.js';
 import type { ScanMode } from '../jobs/queues.js';
+import type { ApprovalsSince } from '../risk/approvals-since.js';
 import type { TargetVerdict, TokenVerdict } from '../risk/service.js';
 import { diffAlerts, type AlertDraft, type AlertThresholds, type Verdict } from './diff.js';
 import { stateHash, type EvmStateRead, type SolanaStateRead, type WatchedState } from './state.js';
@@ -25,6 +28,8 @@ export interface ScannedEntry {
   state_hash: string | null;
   snapshot_id: string | null;
   verdict: StoredVerdict | null;
+  /** EVM wallets: the last block whose approvals a deep scan read (bigint; null: none read yet). */
+  approvals_cursor_block: string | number | null;
 }
 
 /** An entry's last snapshot, as the diff compares it. */
@@ -42,9 +47,11 @@ export interface EntryOutcome {
   hash: string;
   changed: boolean;
   verdict?: StoredVerdict;
-  /** `ok`, `incomplete`, or the error code of the full analysis. */
+  /** `ok`, `incomplete`, or the error code of the full analysis (or of the approvals' read). */
   outcome: string;
   alerts: AlertDraft[];
+  /** A deep scan of an EVM wallet: the approvals granted after its cursor, and the next cursor. */
+  approvals?: ApprovalsSince;
 }
 
 /** Each entry beside its read: its state's hash, and whether it differs from the entry's last one. */
@@ -68,24 +75,85 @@ export function toAnalyse(mode: ScanMode, outcomes: readonly EntryOutcome[]): En
   return outcomes.filter((o) => mode !== 'tick' || (o.changed && o.entry.state_hash !== null));
 }
 
-/** The alerts of each outcome against its entry's last snapshot (none for a baseline); set on the outcome. */
+/**
+ * The alerts of each outcome against its entry's last snapshot (none for a baseline), then those of the
+ * approvals a deep scan found granted since the entry's cursor; set on the outcome.
+ */
 export function raiseAlerts(
   outcomes: readonly EntryOutcome[],
   snapshots: ReadonlyMap<string, PreviousSnapshot>,
   thresholds: AlertThresholds,
 ): void {
   for (const o of outcomes) {
+    const granted = o.approvals ? approvalAlerts(o.entry, o.approvals) : [];
     const snapshot = o.entry.snapshot_id ? snapshots.get(o.entry.snapshot_id) : undefined;
-    if (!snapshot || o.entry.state_hash === null) continue; // the baseline raises nothing
+    // the baseline raises nothing of the state (the approvals have a baseline of their own: the cursor)
+    if (!snapshot || o.entry.state_hash === null) {
+      o.alerts = granted;
+      continue;
+    }
     const height = Number(snapshot.read_at_height);
     const at = o.read.state.family === 'solana' ? { slot: height } : { block: height };
-    o.alerts = diffAlerts({
+    const changes = diffAlerts({
       entryId: o.entry.id,
       previous: { ...at, state: snapshot.state, hash: snapshot.hash, verdict: o.entry.verdict ?? undefined },
       current: { ...o.read, verdict: o.verdict },
       thresholds,
     });
+    o.alerts = [...changes, ...granted];
   }
+}
+
+// ---- approvals -----------------------------------------------------------------------------------------
+
+/**
+ * Whether a scan in `mode` follows the outcome's approvals: an EVM wallet (as stated, or as its state
+ * shows) on a deep scan or a rescan, the full analyses of a whole list; a tick never does.
+ */
+export function followsApprovals(mode: ScanMode, o: EntryOutcome): boolean {
+  const type = o.entry.target_type ?? targetTypeOf(o.read.state);
+  return mode !== 'tick' && o.read.state.family === 'evm' && type === 'wallet';
+}
+
+/** The entry's approvals cursor as the risk service takes it (null: the first read, the head only). */
+export function approvalsCursor(entry: ScannedEntry): bigint | null {
+  return entry.approvals_cursor_block === null ? null : BigInt(entry.approvals_cursor_block);
+}
+
+/**
+ * One `approval_granted` alert per approval granted after the entry's cursor and still outstanding, with
+ * the severity the risk service gave it (critical to a flagged spender, high when risky, medium for
+ * another unlimited or operator approval, low otherwise); `current` is the approval as
+ * `GET /api/v1/approvals` shows it. The fingerprint names the grant (its token, spender, amount, block
+ * and transaction), so a window read again (a retried chunk, a gap re-read) alerts it once.
+ */
+export function approvalAlerts(entry: ScannedEntry, read: ApprovalsSince): AlertDraft[] {
+  const cursor = approvalsCursor(entry);
+  const window = { from_block: cursor === null ? null : Number(cursor + 1n), to_block: Number(read.toBlock) };
+  return read.approvals.map(({ severity, flagged, ...view }) => {
+    const grant = {
+      asset: view.asset,
+      spender: view.spender,
+      kind: view.kind,
+      amount: view.amount,
+      all: view.all,
+      expires_at: view.expires_at,
+      source: view.source,
+      block: view.granted_at_block,
+      tx: view.granted_tx,
+    };
+    const key = canonicalJson({ entry: entry.id, type: 'approval_granted', value: grant });
+    // `spender_flagged`: on a sanctions or deny list of the account (what makes it critical)
+    const raw = { granted_tx: view.granted_tx, confirmed: view.confirmed, spender_flagged: flagged, window };
+    return {
+      type: 'approval_granted',
+      severity,
+      previous: null,
+      current: view,
+      evidence: { method: 'eth_getLogs,eth_call', block: view.granted_at_block, raw },
+      fingerprint: createHash('sha256').update(key).digest('hex'),
+    };
+  });
 }
 
 /** The verdict an entry keeps of a full analysis: level, score, the findings not suppressed. */
@@ -153,6 +221,8 @@ export interface EntryUpdate {
   verdict: StoredVerdict | null;
   /** Whether this scan was a full analysis of it (a deep scan or a rescan, or a tick that analysed it). */
   deep: boolean;
+  /** The approvals' next cursor (a decimal block number); null: the entry keeps its cursor. */
+  approvals_cursor_block: string | null;
 }
 
 /** What chunk `scanId` of list `watchlistId` writes for `outcomes`, ids made with `newId` at `now`. */
@@ -206,6 +276,7 @@ export function chunkWrite(
       risk_score: o.verdict?.score ?? null,
       verdict: o.verdict ?? null,
       deep: job.mode !== 'tick' || o.verdict !== undefined,
+      approvals_cursor_block: o.approvals ? o.approvals.toBlock.toString() : null,
     })),
   };
 }

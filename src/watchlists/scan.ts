@@ -10,8 +10,10 @@ import type { Logger } from '../platform/logger.js';
 import type { RiskService } from '../risk/service.js';
 import {
   alertThresholds,
+  approvalsCursor,
   chunkWrite,
   compareStates,
+  followsApprovals,
   raiseAlerts,
   storedVerdict,
   targetTypeOf,
@@ -35,9 +37,10 @@ import { alertOf, KnownNetworks } from './views.js';
  *   watchlists-due (every minute)  → one `watchlist-tick` per due list, id `<mode>-<list>-<minute>`
  *   watchlist-tick                 → its entries in `watchlist-chunk` jobs of ≤ 100 of one network
  *   watchlist-chunk                → one batched state read, hashes compared with the entries' last ones;
- *                                    a full risk analysis for changed entries (every entry on a deep scan);
- *                                    snapshots of the changes, alerts of the diff and the entries' scan
- *                                    columns written in one transaction
+ *                                    a full risk analysis for changed entries (every entry on a deep scan,
+ *                                    and an EVM wallet's approvals granted since its block cursor);
+ *                                    snapshots of the changes, alerts of the diff and of the approvals, and
+ *                                    the entries' scan columns (the cursor too) written in one transaction
  *
  * Every id is deterministic, so replicas and retries enqueue each job once; a chunk writes in one
  * transaction (a crash before the commit writes nothing, a retry after it finds nothing changed), and the
@@ -178,6 +181,7 @@ export class WatchlistScanner {
       const result = await this.analyse(o, o.changed && o.entry.state_hash !== null);
       if ('verdict' in result) o.verdict = result.verdict;
       o.outcome = result.outcome;
+      if (followsApprovals(job.mode, o)) await this.followApprovals(o);
     });
     raiseAlerts(outcomes, snapshots, alertThresholds(thresholds));
     const written = await this.write(job, outcomes);
@@ -211,7 +215,10 @@ export class WatchlistScanner {
       : readEvmStates(this.deps.providers.evm(network), addresses);
   }
 
-  /** The full analysis of one entry (`fresh`: its state changed, so nothing cached is reused). */
+  /**
+   * The full analysis of one entry (`fresh`: its state changed, so nothing cached is reused). An EVM
+   * wallet's approvals are not read from logs here: the deep scan follows them from the entry's cursor.
+   */
   private async analyse(
     o: EntryOutcome,
     fresh: boolean,
@@ -221,7 +228,7 @@ export class WatchlistScanner {
       const verdict = await this.deps.risk.evaluate(
         entry.account_id,
         { chain: entry.chain, network: entry.network, address: entry.target },
-        { targetType: entry.target_type ?? targetTypeOf(o.read.state), fresh },
+        { targetType: entry.target_type ?? targetTypeOf(o.read.state), fresh, approvals: false },
       );
       if (!verdict.complete) return { outcome: 'incomplete' };
       return { verdict: storedVerdict(verdict), outcome: 'ok' };
@@ -233,6 +240,32 @@ export class WatchlistScanner {
           'watch analysis failed',
         );
       return { outcome: code };
+    }
+  }
+
+  /**
+   * The approvals an EVM wallet granted after its cursor (a deep scan), set on the outcome: its
+   * `approval_granted` alerts and its next cursor, written with them. A failed read raises nothing and
+   * keeps the cursor (the window is read next time); its error code is the entry's outcome, as a failed
+   * analysis' is. A window read in part is `incomplete` (the cursor stops before the part not read).
+   */
+  private async followApprovals(o: EntryOutcome): Promise<void> {
+    const { entry } = o;
+    try {
+      o.approvals = await this.deps.risk.approvalsSince(
+        entry.account_id,
+        { chain: entry.chain, network: entry.network, address: entry.target },
+        approvalsCursor(entry),
+      );
+      if (!o.approvals.complete && o.outcome === 'ok') o.outcome = 'incomplete';
+    } catch (err) {
+      const code = errorCode(err);
+      if (code === 'internal_error')
+        this.deps.logger.warn(
+          { entry: entry.id, err: { message: (err as Error).message } },
+          'watch approvals read failed',
+        );
+      if (o.outcome === 'ok') o.outcome = code;
     }
   }
 

@@ -1,8 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import {
   alertThresholds,
+  approvalAlerts,
+  approvalsCursor,
   chunkWrite,
   compareStates,
+  followsApprovals,
   raiseAlerts,
   storedVerdict,
   targetTypeOf,
@@ -16,6 +19,7 @@ import {
   type EvmWatchedState,
   type SolanaWatchedState,
 } from '../../src/watchlists/state.js';
+import type { ApprovalsSince } from '../../src/risk/approvals-since.js';
 import type { TargetVerdict } from '../../src/risk/service.js';
 
 /*
@@ -59,6 +63,7 @@ const entry = (id: string, over: Partial<ScannedEntry> = {}): ScannedEntry => ({
   state_hash: null,
   snapshot_id: null,
   verdict: null,
+  approvals_cursor_block: null,
   ...over,
 });
 
@@ -206,5 +211,148 @@ describe('chunkWrite', () => {
       (p) => p,
     );
     expect(deep.updates.every((u) => u.deep)).toBe(true);
+  });
+});
+
+describe('approvals (a deep scan of an EVM wallet)', () => {
+  const wallet = evm({ kind: 'wallet', code_size: 0, implementation: null });
+  const SPENDER = '0x4444444444444444444444444444444444444444';
+  type Granted = ApprovalsSince['approvals'][number];
+  const approval = (over: Partial<Granted> = {}): Granted => ({
+    owner: '0x3333333333333333333333333333333333333333',
+    asset: {
+      type: 'erc20',
+      address: '0x5555555555555555555555555555555555555555',
+      symbol: 'TKN',
+      decimals: 18,
+    },
+    spender: SPENDER,
+    amount: 'unlimited',
+    covers_balance: true,
+    all: false,
+    expires_at: null,
+    source: 'transaction',
+    kind: 'erc20',
+    granted_at_block: 130,
+    granted_tx: `0x${'ab'.repeat(32)}`,
+    confirmed: true,
+    spender_kind: 'eoa',
+    spender_name: null,
+    risky: true,
+    severity: 'high',
+    flagged: false,
+    ...over,
+  });
+  const limited = approval({ amount: '1000', spender_kind: null, risky: false, severity: 'low' });
+  const since: ApprovalsSince = { toBlock: 140n, complete: true, approvals: [approval(), limited] };
+  const followed = entry('wle_w', { approvals_cursor_block: '120' });
+
+  it('follows EVM wallets on a deep scan or a rescan, never on a tick, nor contracts or Solana', () => {
+    const [o] = compareStates([entry('wle_w')], [read(wallet)]);
+    expect(followsApprovals('deep', o!)).toBe(true);
+    expect(followsApprovals('rescan', o!)).toBe(true);
+    expect(followsApprovals('tick', o!)).toBe(false);
+    const [contract] = compareStates([entry('wle_c')], [read(evm())]);
+    expect(followsApprovals('deep', contract!)).toBe(false);
+    // the stated target type decides over the state
+    const [stated] = compareStates([entry('wle_s', { target_type: 'contract' })], [read(wallet)]);
+    expect(followsApprovals('deep', stated!)).toBe(false);
+    const [asWallet] = compareStates([entry('wle_s', { target_type: 'wallet' })], [read(evm())]);
+    expect(followsApprovals('deep', asWallet!)).toBe(true);
+    const solana = { family: 'solana', kind: 'system_account' } as SolanaWatchedState;
+    const [sol] = compareStates([entry('wle_sol')], [{ ...read(wallet), state: solana } as never]);
+    expect(followsApprovals('deep', sol!)).toBe(false);
+  });
+
+  it('reads the stored cursor as a block number; none is null', () => {
+    expect(approvalsCursor(followed)).toBe(120n);
+    expect(approvalsCursor(entry('wle_w', { approvals_cursor_block: 7 }))).toBe(7n);
+    expect(approvalsCursor(entry('wle_w'))).toBeNull();
+  });
+
+  it('drafts one approval_granted per new approval: its severity, no previous, the approval as current', () => {
+    const drafts = approvalAlerts(followed, since);
+    expect(drafts.map((d) => [d.type, d.severity, d.previous])).toEqual([
+      ['approval_granted', 'high', null],
+      ['approval_granted', 'low', null],
+    ]);
+    const view: Partial<Granted> = approval();
+    delete view.severity;
+    delete view.flagged;
+    expect(drafts[0]!.current).toEqual(view);
+    expect(drafts[0]!.evidence).toEqual({
+      method: 'eth_getLogs,eth_call',
+      block: 130,
+      raw: {
+        granted_tx: view.granted_tx,
+        confirmed: true,
+        spender_flagged: false,
+        window: { from_block: 121, to_block: 140 },
+      },
+    });
+    // The same grant read again (a retried chunk, a window re-read) has the same fingerprint; another
+    // grant of the same spender (a later transaction) another.
+    expect(approvalAlerts(entry('wle_w', { approvals_cursor_block: '100' }), since)[0]!.fingerprint).toBe(
+      drafts[0]!.fingerprint,
+    );
+    const again = approval({ granted_at_block: 150, granted_tx: `0x${'cd'.repeat(32)}` });
+    const later = approvalAlerts(followed, { ...since, approvals: [again] });
+    expect(new Set([...drafts, ...later].map((d) => d.fingerprint)).size).toBe(3);
+    expect(
+      approvalAlerts(followed, { ...since, approvals: [approval({ flagged: true })] })[0]!.evidence,
+    ).toMatchObject({ raw: { spender_flagged: true } });
+  });
+
+  it('raises them beside the state changes, and on a baseline of the state too; writes the next cursor', () => {
+    const snapshot: PreviousSnapshot = {
+      id: 'snp_w',
+      state: wallet,
+      hash: stateHash(wallet),
+      read_at_height: 9,
+    };
+    const moved = evm({ ...wallet, implementation: OTHER });
+    const outcomes = compareStates(
+      [
+        entry('wle_new', { approvals_cursor_block: '120' }),
+        entry('wle_moved', {
+          state_hash: snapshot.hash,
+          snapshot_id: 'snp_w',
+          approvals_cursor_block: '120',
+        }),
+        entry('wle_unread', {
+          state_hash: snapshot.hash,
+          snapshot_id: 'snp_w',
+          approvals_cursor_block: '90',
+        }),
+      ],
+      [read(wallet), read(moved), read(wallet)],
+    );
+    outcomes[0]!.approvals = since;
+    outcomes[1]!.approvals = { toBlock: 140n, complete: true, approvals: [limited] };
+    raiseAlerts(outcomes, new Map([['snp_w', snapshot]]), {});
+    expect(outcomes.map((o) => o.alerts.map((a) => a.type))).toEqual([
+      ['approval_granted', 'approval_granted'],
+      ['implementation_changed', 'approval_granted'],
+      [],
+    ]);
+    const w = chunkWrite(
+      { watchlist_id: 'wl_1', scan_id: 'deep-wl_1-1', mode: 'deep' },
+      outcomes,
+      new Date('2026-11-27T12:00:00.000Z'),
+      (p) => p,
+    );
+    expect(
+      w.alerts.filter((a) => a.type === 'approval_granted').map((a) => [a.entry_id, a.severity]),
+    ).toEqual([
+      ['wle_new', 'high'],
+      ['wle_new', 'low'],
+      ['wle_moved', 'low'],
+    ]);
+    // A cursor only where the approvals were read; null keeps the stored one (a failed read, a tick).
+    expect(w.updates.map((u) => [u.id, u.approvals_cursor_block])).toEqual([
+      ['wle_new', '140'],
+      ['wle_moved', '140'],
+      ['wle_unread', null],
+    ]);
   });
 });

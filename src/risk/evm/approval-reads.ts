@@ -17,9 +17,17 @@ import type { EvmRpc } from '../../chains/evm.js';
 import { RpcError } from '../../chains/jsonrpc.js';
 import { PERMIT2 } from '../known/spenders.js';
 import { READ_CALLS, sameAddress } from '../payload/evm-abi.js';
-import type { Asset } from '../payload/types.js';
+import type { Approval, Asset } from '../payload/types.js';
 import type { BlockGap } from './approval-logs.js';
-import type { WalletApproval } from './approvals.js';
+
+export interface WalletApproval extends Approval {
+  grantedAtBlock: number;
+  grantedTx: Hex | null;
+  /** `erc721`: one token (`asset.tokenId`) of a collection, ERC-721 `approve(to, tokenId)`. */
+  kind: 'erc20' | 'erc721' | 'erc721_operator' | 'erc1155_operator' | 'permit2';
+  /** Read at the head; false when only the log vouches for it (the read failed or the contract did not answer). */
+  confirmed: boolean;
+}
 
 /*
  * The confirmation of readWalletApprovals: what the head says of each approval the logs left standing.

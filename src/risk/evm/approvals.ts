@@ -1,12 +1,11 @@
-import { getAddress, type Address, type Hex } from 'viem';
+import { getAddress, type Address } from 'viem';
 import type { EvmRpc } from '../../chains/evm.js';
 import { networkLabel } from '../../chains/registry.js';
 import { AppError } from '../../platform/errors.js';
 import { PERMIT2 } from '../known/spenders.js';
 import { decodeTokenEvent, sameAddress } from '../payload/evm-abi.js';
-import type { Approval } from '../payload/types.js';
 import { mergeGaps, scanApprovalLogs, type ApprovalLog, type BlockGap } from './approval-logs.js';
-import { confirmApprovals, type Grant } from './approval-reads.js';
+import { confirmApprovals, type Grant, type WalletApproval } from './approval-reads.js';
 
 /*
  * A wallet's outstanding approvals, what revoke.cash shows: every approval event naming the wallet as
@@ -47,14 +46,8 @@ export function lookbackBlocks(days: number, blockTimeS: number): bigint {
   return BigInt(Math.ceil((days * 86_400) / blockTimeS));
 }
 
-export interface WalletApproval extends Approval {
-  grantedAtBlock: number;
-  grantedTx: Hex | null;
-  /** `erc721`: one token (`asset.tokenId`) of a collection, ERC-721 `approve(to, tokenId)`. */
-  kind: 'erc20' | 'erc721' | 'erc721_operator' | 'erc1155_operator' | 'permit2';
-  /** Read at the head; false when only the log vouches for it (the read failed or the contract did not answer). */
-  confirmed: boolean;
-}
+// What one confirmed approval is: approval-reads.ts makes them.
+export type { WalletApproval } from './approval-reads.js';
 
 export interface WalletApprovals {
   /** Outstanding only, newest grant first. */

@@ -109,7 +109,8 @@ export class ScanRepository {
     const rows = await run<ScannedEntry[]>(
       this.orm,
       // By primary key alone: with stale statistics the planner would scan the list for the watchlist id.
-      `select id, account_id, watchlist_id, chain, network, target, target_type, state_hash, snapshot_id, verdict
+      `select id, account_id, watchlist_id, chain, network, target, target_type, state_hash, snapshot_id, verdict,
+              approvals_cursor_block
          from watchlist_entries where id = any(?::text[]) order by id`,
       [textArray(ids)],
     );
@@ -131,7 +132,8 @@ export class ScanRepository {
   /**
    * A chunk's snapshots, alerts and entry columns, in `em`'s transaction; returns the snapshots and the
    * alerts written (an entry removed while its chunk ran leaves nothing behind; a retried scan's snapshot
-   * keeps the first attempt's row, and a repeated alert is skipped).
+   * keeps the first attempt's row, and a repeated alert is skipped). The approvals cursor never moves back
+   * (`greatest` skips the null of a scan that did not read the approvals, and a slower scan's older head).
    */
   async writeChunk(
     em: EntityManager,
@@ -187,9 +189,11 @@ export class ScanRepository {
               risk_level = coalesce(u.risk_level, e.risk_level),
               risk_score = coalesce(u.risk_score, e.risk_score),
               verdict = coalesce(u.verdict, e.verdict),
-              deep_checked_at = case when u.deep then ?::timestamptz else e.deep_checked_at end
+              deep_checked_at = case when u.deep then ?::timestamptz else e.deep_checked_at end,
+              approvals_cursor_block = greatest(e.approvals_cursor_block, u.approvals_cursor_block)
          from jsonb_to_recordset(?::jsonb) as u(id text, outcome text, state_hash text, snapshot_id text,
-              changed_at timestamptz, risk_level text, risk_score int, verdict jsonb, deep boolean)
+              changed_at timestamptz, risk_level text, risk_score int, verdict jsonb, deep boolean,
+              approvals_cursor_block bigint)
         where e.id = u.id`,
       [now.toISOString(), now.toISOString(), JSON.stringify(updates)],
       'run',
