@@ -429,9 +429,14 @@ describe('helm/riskwatch', () => {
     const defaults = parse(readFileSync(DEFAULT_CONFIG_FILE, 'utf8')) as Record<string, unknown>;
     const at = (path: string) =>
       path.split('.').reduce<unknown>((node, key) => (node as Record<string, unknown>)[key], defaults);
-    // As the environment spells it (config/README.md): one list is JSON, the others comma-separated.
+    // As the environment spells it (config/README.md): lists of objects are JSON, the others comma-separated.
+    const JSON_LISTS = [
+      'RISKWATCH_KNOWN_WALLET_IMPLEMENTATIONS',
+      'RISKWATCH_EVM_ROUTERS',
+      'RISKWATCH_EVM_KNOWN_TOKENS',
+    ];
     const asEnv = (name: string, value: unknown) =>
-      name === 'RISKWATCH_KNOWN_WALLET_IMPLEMENTATIONS'
+      JSON_LISTS.includes(name)
         ? JSON.stringify(value)
         : Array.isArray(value)
           ? value.join(',')

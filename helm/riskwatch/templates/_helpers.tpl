@@ -144,6 +144,9 @@ RISKWATCH_PREFLIGHT_DEADLINE_MS: {{ $c.risk.preflight.deadlineMs | int | quote }
 RISKWATCH_PREFLIGHT_FAIL_MODE: {{ $c.risk.preflight.failMode | quote }}
 RISKWATCH_PREFLIGHT_POLICY_NAME: {{ $c.risk.preflight.policyName | quote }}
 RISKWATCH_KNOWN_WALLET_IMPLEMENTATIONS: {{ $c.risk.knownWalletImplementations | toJson | quote }}
+RISKWATCH_EVM_ROUTERS: {{ $c.risk.evm.routers | toJson | quote }}
+RISKWATCH_EVM_KNOWN_TOKENS: {{ $c.risk.evm.knownTokens | toJson | quote }}
+RISKWATCH_EVM_APPROVALS_LOOKBACK_DAYS: {{ $c.risk.evm.approvalsLookbackDays | quote }}
 {{- with .Values.releaseId }}
 RISKWATCH_RELEASE_ID: {{ . | quote }}
 {{- end }}
