@@ -284,6 +284,17 @@ function listRules(
           { method: 'org_allow_list', ...at, value: { target, imitates: imitated } },
         ),
       );
+    // A token whose owner imitates an address you trust: the owner's powers may be taken for yours.
+    const ownerImitates = owner ? findLookalike(owner, lists.allowed(network.chain)) : undefined;
+    if (owner && ownerImitates)
+      added.push(
+        finding(
+          'lookalike_address',
+          `${target}'s owner ${owner} starts and ends like ${ownerImitates}, which your organisation allow-lists, ` +
+            'but is a different address: whoever holds it controls this token, not you.',
+          { method: 'org_allow_list', ...at, value: { owner, imitates: ownerImitates } },
+        ),
+      );
   }
   return added;
 }

@@ -12,6 +12,7 @@ import {
 } from '../support/auth-helpers.js';
 import { startAnvil, type RunningAnvil } from '../support/evm/anvil.js';
 import { connectAnvil } from '../support/evm/contracts.js';
+import { lookalikeOf } from '../support/evm/fixtures.js';
 import {
   buildTokenWorld,
   erc20Abi,
@@ -274,7 +275,7 @@ describe('ERC-20 scans: bytecode capabilities, owner, honeypot and taxes by simu
     expect(bareProxy.stats.calls.eth_simulateV1).toBeGreaterThan(0);
   });
 
-  it('an owner on the account’s deny list is owner_flagged, for that account only', async () => {
+  it('an owner on the account’s deny list is owner_flagged, for that account only; one imitating a trusted address is lookalike_address', async () => {
     const entry = await post(
       svc,
       '/api/v1/lists/deny/entries',
@@ -293,6 +294,25 @@ describe('ERC-20 scans: bytecode capabilities, owner, honeypot and taxes by simu
     expect(only(flagged.findings, 'owner_flagged')).toMatchObject({ severity: 'critical' });
     const other = await scan('mintable', acme);
     expect(other.findings.some((f) => f.code === 'owner_flagged')).toBe(false);
+
+    // An owner that imitates an address the account trusts (address poisoning of the owner).
+    const initech = await db.customer('initech');
+    const trusted = lookalikeOf(world.owner, 'trusted treasury');
+    const allow = await post(
+      svc,
+      '/api/v1/lists/allow/entries',
+      { 'x-api-key': initech.key.key },
+      {
+        chain: 'ethereum',
+        target: trusted,
+      },
+    );
+    expect(allow.status).toBe(201);
+    const poisoned = await scan('mintable', initech);
+    expect(only(poisoned.findings, 'lookalike_address').evidence.value).toEqual({
+      owner: world.owner,
+      imitates: trusted,
+    });
   });
 
   it('no code → 404 not_found, a contract that is not an ERC-20 → 422 not_a_mint; 0x… without chain is ethereum', async () => {
