@@ -166,7 +166,8 @@ export class ChainAnalyzer {
     let state: EvmAccountState | undefined;
     const account = await analyzeEvmAccount(rpc, target, { ...common, onState: (s) => (state = s) });
     if (subject === 'auto' && account.kind === 'contract') return asContract(false, state);
-    if (subject === 'wallet_approvals' && account.kind !== 'missing')
+    // Even a never-used address: an EOA that only holds tokens and signed Permit2 permits has approvals.
+    if (subject === 'wallet_approvals')
       return this.withApprovals(rpc, network, parseEvmAddress(target), account, signal, deadlineAt);
     return account;
   }
