@@ -5,6 +5,9 @@ import { judgeWalletApprovals, type ApprovalView } from './evm/wallet-approvals.
 import type { Severity } from './findings.js';
 import type { KnownWalletImplementations } from './known/evm.js';
 
+/** Blocks the cursor stays behind the head. */
+export const REORG_MARGIN = 12n;
+
 export interface ApprovalsSinceDeps {
   providers: ChainProviders;
   lists: ListsCache;
@@ -44,11 +47,17 @@ export async function approvalsSince(
       head,
       fromBlock: afterBlock + 1n,
       walletImplementations: deps.walletImplementations,
+      // Oldest first: what is left unread is the newest part, so the cursor always moves.
+      order: 'oldest',
     }),
     deps.lists.view(accountId),
   ]);
-  const gapStart = Math.min(...judged.view.gaps.map((g) => g.from_block));
-  const toBlock = judged.view.complete ? head : BigInt(Math.max(Number(afterBlock), gapStart - 1));
+  // The cursor stays REORG_MARGIN blocks behind the head (a reorg, or a backend behind the one that
+  // answered the head, may have shown those blocks empty): they are read again next time, and the alerts'
+  // fingerprints keep a grant from alerting twice. Before a part left unread, it stops there.
+  const gapStart = Math.min(Number(head), ...judged.view.gaps.map((g) => g.from_block));
+  const settled = head - REORG_MARGIN > afterBlock ? head - REORG_MARGIN : afterBlock;
+  const toBlock = BigInt(Math.min(Number(settled), Math.max(Number(afterBlock), gapStart - 1)));
   return {
     toBlock,
     complete: judged.view.complete,
@@ -56,11 +65,12 @@ export async function approvalsSince(
       const f = lists.flagged(network.chain, a.spender);
       const flagged = Boolean(f.sanctioned || f.denied);
       const wide = a.amount === 'unlimited' || a.all;
+      // An approval only its log vouches for (the token did not confirm it) may be spam: low.
       const severity: Severity = flagged
         ? 'critical'
         : a.risky
           ? 'high'
-          : wide && a.spender_kind !== 'known'
+          : wide && a.confirmed && a.spender_kind !== 'known'
             ? 'medium'
             : 'low';
       return { ...a, severity, flagged };

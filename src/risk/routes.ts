@@ -106,7 +106,13 @@ export function riskRoutes(risk: RiskService, impact: ImpactService) {
       tag: 'Developer API',
       auth: 'api_key',
       query: approvalsQuery,
-      responses: { 200: { description: 'The approvals', schema: approvalsAnswerSchema } },
+      responses: {
+        200: { description: 'The approvals', schema: approvalsAnswerSchema },
+        400: {
+          description: '`unsupported_chain`: not an EVM network (or not configured); `invalid_address`',
+        },
+        503: { description: '`provider_unavailable`: the approvals could not be read at all (retryable)' },
+      },
       handler: async (ctx, { query }) => {
         const verdict = await risk.walletApprovals(apiKeyOf(ctx).accountId, {
           address: query.target,

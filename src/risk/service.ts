@@ -43,7 +43,7 @@ import { TARGET_TYPES, type ChainAnalysis, type TargetType, type VerdictBase } f
 export type { PreflightRequest, PreflightVerdict } from './preflight.js';
 
 /** Stated in every risk-v2 answer; part of the cache key, so a new engine never serves an old verdict. */
-export const ENGINE_VERSION = '2.0.0';
+export const ENGINE_VERSION = '2.1.0';
 
 export interface RiskServiceDeps {
   providers: ChainProviders;

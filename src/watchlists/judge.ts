@@ -124,21 +124,20 @@ export function approvalsCursor(entry: ScannedEntry): bigint | null {
  * One `approval_granted` alert per approval granted after the entry's cursor and still outstanding, with
  * the severity the risk service gave it (critical to a flagged spender, high when risky, medium for
  * another unlimited or operator approval, low otherwise); `current` is the approval as
- * `GET /api/v1/approvals` shows it. The fingerprint names the grant (its token, spender, amount, block
- * and transaction), so a window read again (a retried chunk, a gap re-read) alerts it once.
+ * `GET /api/v1/approvals` shows it. The fingerprint names the grant (its token, spender, kind, block and
+ * transaction), so a window read again (a retried chunk, a gap re-read, the reorg margin) alerts it once.
  */
 export function approvalAlerts(entry: ScannedEntry, read: ApprovalsSince): AlertDraft[] {
   const cursor = approvalsCursor(entry);
   const window = { from_block: cursor === null ? null : Number(cursor + 1n), to_block: Number(read.toBlock) };
   return read.approvals.map(({ severity, flagged, ...view }) => {
+    // What was granted where: not the amount (a partial spend lowers it) nor the symbol (a read that may
+    // fail), so a window read again finds the same fingerprint.
     const grant = {
-      asset: view.asset,
+      token: view.asset.address ?? null,
+      token_id: view.asset.token_id ?? null,
       spender: view.spender,
       kind: view.kind,
-      amount: view.amount,
-      all: view.all,
-      expires_at: view.expires_at,
-      source: view.source,
       block: view.granted_at_block,
       tx: view.granted_tx,
     };

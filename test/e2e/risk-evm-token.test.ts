@@ -261,14 +261,15 @@ describe('ERC-20 scans: bytecode capabilities, owner, honeypot and taxes by simu
     expect(erc20(res).buy_tax).toBeNull();
   });
 
-  it('a node without eth_simulateV1 gets one eth_call of the probe: the honeypot is still caught', async () => {
+  it('a node without eth_simulateV1 gets one eth_call of the probe: the honeypot is still caught (high: one block)', async () => {
     const res = await scan('honeypot', acme, bare);
     expect(erc20(res).trade, JSON.stringify(erc20(res).trade)).toMatchObject({
       method: 'eth_call',
       status: 'sell_reverted',
       delayed_s: 0,
     });
-    expect(only(res.findings, 'cannot_sell')).toMatchObject({ severity: 'critical' });
+    // One transaction, one block: a per-block trading limit could revert it too, so high, not critical.
+    expect(only(res.findings, 'cannot_sell')).toMatchObject({ severity: 'high' });
     const fee = erc20(await scan('fee', acme, bare));
     expect(fee.trade!.method).toBe('eth_call');
     expect(fee.sell_tax).toBeCloseTo(Number(FEE_BPS) / 10_000, 3);

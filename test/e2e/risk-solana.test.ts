@@ -294,7 +294,7 @@ describe('risk engine on Solana (built service over HTTP, LiteSVM behind the fac
       for (const name of Object.keys(wallets) as (keyof typeof wallets)[]) {
         const body = await assess(acme, wallets[name].address, 'wallet');
         expect(active(body), name).toEqual([...wallets[name].expect.findings].sort());
-        expect(body).toMatchObject({ target_type: 'wallet', complete: true, engine_version: '2.0.0' });
+        expect(body).toMatchObject({ target_type: 'wallet', complete: true, engine_version: '2.1.0' });
         expect(body.facts).toMatchObject({ exists: true, kind: 'wallet' });
       }
       const delegated = await assess(acme, wallets.delegatedWallet.address, 'wallet');

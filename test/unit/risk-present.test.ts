@@ -27,7 +27,7 @@ const base = {
   facts: { exists: true, kind: 'token' },
   evaluatedAt: AT,
   cached: true,
-  engineVersion: '2.0.0',
+  engineVersion: '2.1.0',
 };
 
 const tokenVerdict: TokenVerdict = {
@@ -92,7 +92,7 @@ describe('presenting verdicts as the documented bodies', () => {
         risk_level: 'high',
         assessed_at: '2025-06-01T12:00:00.000Z',
         cached: true,
-        engine_version: '2.0.0',
+        engine_version: '2.1.0',
         data_as_of: { slot: 5 },
         facts: v.facts,
       });

@@ -243,7 +243,13 @@ describe('approvals (a deep scan of an EVM wallet)', () => {
     flagged: false,
     ...over,
   });
-  const limited = approval({ amount: '1000', spender_kind: null, risky: false, severity: 'low' });
+  const limited = approval({
+    spender: '0x000000000000000000000000000000000000c0de',
+    amount: '1000',
+    spender_kind: null,
+    risky: false,
+    severity: 'low',
+  });
   const since: ApprovalsSince = { toBlock: 140n, complete: true, approvals: [approval(), limited] };
   const followed = entry('wle_w', { approvals_cursor_block: '120' });
 

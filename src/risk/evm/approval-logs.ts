@@ -34,6 +34,11 @@ export interface LogScanOptions {
   /** When to stop issuing windows (ms since the epoch); the rest become gaps. */
   deadlineAt?: number;
   signal?: AbortSignal;
+  /**
+   * `oldest` first (a watchlist cursor: what is left unread is then the newest part, read again next
+   * time, so the cursor always moves); default `newest` first (a lookback: recent approvals matter most).
+   */
+  order?: 'newest' | 'oldest';
 }
 
 export interface LogScan {
@@ -62,6 +67,8 @@ const APPROVAL_TOPICS = [
  * "Log response size exceeded", "query timeout exceeded"): a smaller window may pass.
  */
 const REFUSAL = /range|results|limit|too (large|many|big)|exceed|size|timeout|timed out/i;
+/** A rate limit is not a range refusal: halving the window would only multiply the calls. */
+const RATE_LIMITED = /rate|request count|capacity|too many requests/i;
 /** The block range some providers suggest in their refusal (`Try with this block range [0x…, 0x…]`). */
 const HINT = /\[\s*(0x[0-9a-f]+)\s*,\s*(0x[0-9a-f]+)\s*\]/i;
 
@@ -117,7 +124,7 @@ export async function scanApprovalLogs(
     const wave: Range[] = [];
     const width = proven ? WAVE : 1;
     while (wave.length < width && todo.length > 0 && scan.getLogs + wave.length < opts.maxCalls)
-      wave.push(cut(todo, span));
+      wave.push(cut(todo, span, opts.order ?? 'newest'));
     scan.getLogs += wave.length;
     scan.waves += 1;
     const call = { signal: opts.signal, deadlineMs: left, batchGroup: LOGS_BATCH_GROUP };
@@ -154,17 +161,21 @@ export async function scanApprovalLogs(
     if (!answered && failed !== undefined) {
       for (const r of todo.splice(0)) gap(r, `not read: eth_getLogs failed: ${failed}`);
     }
-    todo.sort((a, b) => (a.to > b.to ? -1 : a.to < b.to ? 1 : 0));
+    todo.sort((a, b) => (a.to > b.to ? -1 : a.to < b.to ? 1 : 0) * (opts.order === 'oldest' ? -1 : 1));
   }
   scan.gaps = mergeGaps(scan.gaps);
   return scan;
 }
 
-/** The next window: the newest `span` (or the range's own) blocks of the first range left; the rest stays. */
-function cut(todo: Range[], span: bigint): Range {
+/** The next window: the newest (or oldest) `span` (or the range's own) blocks of the first range left; the rest stays. */
+function cut(todo: Range[], span: bigint, order: 'newest' | 'oldest'): Range {
   const r = todo.shift()!;
   const width = r.span !== undefined && r.span < span ? r.span : span;
   if (r.to - r.from + 1n <= width) return { from: r.from, to: r.to };
+  if (order === 'oldest') {
+    todo.unshift({ ...r, from: r.from + width });
+    return { from: r.from, to: r.from + width - 1n };
+  }
   todo.unshift({ ...r, to: r.to - width });
   return { from: r.to - width + 1n, to: r.to };
 }
@@ -198,7 +209,11 @@ function classify(err: unknown): Outcome {
   if (err instanceof RpcError) {
     const message = `${err.rpcMessage} (code ${err.code})`;
     // -32601: the node has no eth_getLogs at all; other errors name no limit that a smaller range avoids.
-    if (err.code === -32601 || !(REFUSAL.test(err.rpcMessage) || err.code === -32005 || err.code === -32602))
+    if (
+      err.code === -32601 ||
+      RATE_LIMITED.test(err.rpcMessage) ||
+      !(REFUSAL.test(err.rpcMessage) || err.code === -32005 || err.code === -32602)
+    )
       return { failed: message };
     const hint = HINT.exec(err.rpcMessage);
     const size = hint ? BigInt(hint[2]!) - BigInt(hint[1]!) + 1n : undefined;

@@ -38,6 +38,8 @@ export interface WalletApproval extends Approval {
 
 const ZERO: Address = '0x0000000000000000000000000000000000000000';
 const UNLIMITED_256 = 2n ** 255n;
+/** uint96 tokens (UNI, COMP) store `approve(type(uint256).max)` as 2^96 − 1: unlimited for an ERC-20. */
+const UNLIMITED_96 = 2n ** 96n - 1n;
 const UNLIMITED_160 = 2n ** 159n;
 const MAX_UINT256 = 2n ** 256n - 1n;
 /** ERC-165 id of ERC-1155: ApprovalForAll is the same event in ERC-721 and ERC-1155. */
@@ -258,7 +260,9 @@ function settle(
   const expiration = confirmed ? state.expiration : g.expiration;
   // Permit2 lets an allowance be used up to and including its expiration second.
   if (g.kind === 'permit2' && expiration !== undefined && expiration < now) return null;
-  const unlimited = operator || amount >= (g.kind === 'permit2' ? UNLIMITED_160 : UNLIMITED_256);
+  const unlimited =
+    operator ||
+    amount >= (g.kind === 'permit2' ? UNLIMITED_160 : g.kind === 'erc20' ? UNLIMITED_96 : UNLIMITED_256);
   const fungible = g.kind === 'erc20' || g.kind === 'permit2';
   return {
     owner,
@@ -315,7 +319,7 @@ function failureGaps(failures: { what: string; reason: string }[], head: bigint)
 }
 
 /** A call the contract reverted (EIP-1474 code 3, or geth's -32000 "execution reverted"): its answer. */
-const isRevert = (err: unknown) =>
+export const isRevert = (err: unknown) =>
   err instanceof RpcError && (err.code === 3 || /revert/i.test(err.rpcMessage));
 
 const describe = (err: unknown) =>

@@ -71,8 +71,10 @@ export interface WalletApprovalsOptions {
   deadlineMs?: number;
   /** Largest block range of one eth_getLogs; default 100,000 (halved while the provider refuses). */
   maxRange?: bigint;
-  /** eth_getLogs calls allowed, refused ones included; default 400. */
+  /** eth_getLogs calls allowed, refused ones included; default: the windows the range needs plus 400. */
   maxLogCalls?: number;
+  /** Which end of the range is read first (see approval-logs.ts); default `newest`. */
+  order?: 'newest' | 'oldest';
 }
 
 const ZERO: Address = '0x0000000000000000000000000000000000000000';
@@ -102,7 +104,12 @@ export async function readWalletApprovals(
       fromBlock,
       toBlock: head,
       maxRange: opts.maxRange ?? DEFAULT_MAX_RANGE,
-      maxCalls: opts.maxLogCalls ?? DEFAULT_MAX_LOG_CALLS,
+      // A long lookback on a fast chain (365 days of Arbitrum: 1,262 windows) must fit; the slack is for
+      // the halvings of a provider that refuses large ranges.
+      maxCalls:
+        opts.maxLogCalls ??
+        Number((head - fromBlock) / (opts.maxRange ?? DEFAULT_MAX_RANGE)) + 1 + DEFAULT_MAX_LOG_CALLS,
+      ...(opts.order ? { order: opts.order } : {}),
       deadlineAt: opts.deadlineMs === undefined ? undefined : startedAt + opts.deadlineMs * 0.75,
       signal: opts.signal,
     },

@@ -56,11 +56,13 @@ export async function judgeWalletApprovals(
     signal?: AbortSignal;
     deadlineMs?: number;
     walletImplementations: KnownWalletImplementations;
+    order?: 'newest' | 'oldest';
   },
 ): Promise<JudgedApprovals> {
   const read = await readWalletApprovals(rpc, owner, {
     head: opts.head,
     fromBlock: opts.fromBlock,
+    ...(opts.order ? { order: opts.order } : {}),
     ...(opts.signal ? { signal: opts.signal } : {}),
     ...(opts.deadlineMs !== undefined ? { deadlineMs: opts.deadlineMs } : {}),
   });
@@ -143,7 +145,9 @@ function viewOf(
     confirmed: a.confirmed,
     spender_kind: kind,
     spender_name: known?.name ?? null,
-    risky: (a.unlimited || a.all) && RISKY_KINDS.has(kind),
+    // Confirmed by a read: any contract can emit an Approval event naming any wallet (spam), only the
+    // token's own answer says the approval stands.
+    risky: a.confirmed && (a.unlimited || a.all) && RISKY_KINDS.has(kind),
   };
 }
 

@@ -14,12 +14,18 @@ import { parseEvmAddress } from '../../../chains/addresses.js';
 import type { EvmAccountState, EvmRpc } from '../../../chains/evm.js';
 import type { CallOptions } from '../../../chains/jsonrpc.js';
 import { networkLabel } from '../../../chains/registry.js';
-import { finding, type Finding } from '../../findings.js';
+import { finding, suppress, type Finding } from '../../findings.js';
 import type { EvmTokenRegistry } from '../../known/evm-tokens.js';
 import type { KnownWalletImplementations } from '../../known/evm.js';
 import type { EvmTokenView, KnownTokenContext } from '../../schemas.js';
 import type { AnalyzeOptions, ChainAnalysis } from '../../types.js';
-import { EIP1967_SLOTS, classifyEvmAccount, designatedDelegate, providerFailure } from '../account.js';
+import {
+  EIP1967_SLOTS,
+  addressInWord,
+  classifyEvmAccount,
+  designatedDelegate,
+  providerFailure,
+} from '../account.js';
 import { capabilitiesOf, mergeCapabilities, minimalProxyTarget } from './capabilities.js';
 import {
   codeFindings,
@@ -30,6 +36,7 @@ import {
   tradeView,
 } from './findings.js';
 import { checkTrade } from './trade.js';
+import { isRevert } from '../approval-reads.js';
 
 /*
  * An EVM contract as a token (docs/risk.md#erc-20-tokens): the account analysis (account.ts) plus, when
@@ -84,6 +91,13 @@ const TOKEN_READS: readonly Hex[] = [
   encodeFunctionData({ abi: READS, functionName: 'owner' }),
   encodeFunctionData({ abi: READS, functionName: 'getOwner' }),
 ];
+/** keccak256("org.zeppelinos.proxy.implementation"): the slot of pre-EIP-1967 proxies (USDC's FiatTokenProxy). */
+const ZEPPELINOS_IMPLEMENTATION_SLOT: Hex =
+  '0x7050c9e0f4ca769c69bd3a8ef740bc37934f8e2c036e5a723fd8ee048ed3f8c3';
+const TOTAL_SUPPLY = '18160ddd';
+const ALLOWANCE = 'dd62ed3e';
+/** owner(), getOwner(). */
+const OWNER_SELECTORS = ['8da5cb5b', '893d20e8'];
 const DEAD = new Set([
   '0x0000000000000000000000000000000000000000',
   '0x000000000000000000000000000000000000dead',
@@ -123,7 +137,12 @@ export async function analyzeEvmContract(
           block: head.number,
           storageSlots: [EIP1967_SLOTS.implementation, EIP1967_SLOTS.admin, EIP1967_SLOTS.beacon],
         });
-  const readPromises = TOKEN_READS.map((data) => rpc.call({ to: target, data }, head.number, call));
+  const zeppelinosPromise = rpc.getStorageAt(target, ZEPPELINOS_IMPLEMENTATION_SLOT, head.number, call);
+  // Settled at once, so a rejection is never unhandled whatever is awaited first.
+  const readsSettled = Promise.allSettled([
+    ...TOKEN_READS.map((data) => rpc.call({ to: target, data }, head.number, call)),
+    zeppelinosPromise,
+  ]);
   const tradePromise = opts.trade ? checkTrade(rpc, target, router, head, call) : Promise.resolve(null);
   let state: EvmAccountState;
   try {
@@ -132,12 +151,23 @@ export async function analyzeEvmContract(
     tradePromise.catch(() => undefined);
     throw providerFailure(err, label);
   }
-  const [reads, trade] = await Promise.all([Promise.allSettled(readPromises), tradePromise]);
+  const [settled, trade] = await Promise.all([readsSettled, tradePromise]);
+  const reads = settled.slice(0, TOKEN_READS.length);
+  const zeppelinos = settled[TOKEN_READS.length]!;
   const account = classifyEvmAccount(target, state, opts);
+  // An answer of at least a word; null for a revert or less (the contract's answer: no such function).
+  // A provider that failed a read is not the contract's answer: for the ERC-20 test it is a provider
+  // failure, for the rest an incomplete check.
   const word = (i: number): Hex | null => {
     const r = reads[i]!;
     return r.status === 'fulfilled' && size(r.value) >= 32 ? r.value : null;
   };
+  const failed = (i: number) => {
+    const r = reads[i]!;
+    return r.status === 'rejected' && !isRevert(r.reason) ? (r.reason as unknown) : undefined;
+  };
+  if (account.kind === 'contract' && (failed(3) !== undefined || failed(4) !== undefined))
+    throw providerFailure(failed(3) ?? failed(4), label);
   const [nameW, symbolW, decimalsW, supplyW, allowanceW, ownerW, getOwnerW] = [
     word(0),
     word(1),
@@ -156,15 +186,28 @@ export async function analyzeEvmContract(
     beacon: Address | null;
     admin: Address | null;
   } | null;
-  const owner = addressAnswer(ownerW) ?? addressAnswer(getOwnerW);
   const incomplete: Finding[] = [];
+  for (const [i, what] of [
+    [0, 'name()'],
+    [1, 'symbol()'],
+    [2, 'decimals()'],
+    [5, 'owner()'],
+    [6, 'getOwner()'],
+  ] as const)
+    if (failed(i) !== undefined)
+      incomplete.push(incompleteAt('eth_call', block, `${what} was not read`, failed(i)));
+  const legacyImpl =
+    zeppelinos.status === 'fulfilled' && size(zeppelinos.value) === 32
+      ? addressInWord(zeppelinos.value)
+      : null;
 
   // Round trip 3 (and 4 for a beacon): the implementation's code and the owner's account.
-  const directImpl = proxy?.implementation ?? minimalProxyTarget(code);
-  const ownerLive = owner !== null && !DEAD.has(owner.toLowerCase());
+  const directImpl = proxy?.implementation ?? legacyImpl ?? minimalProxyTarget(code);
+  const answered = addressAnswer(ownerW) ?? addressAnswer(getOwnerW);
+  const ownerLive = answered !== null && !DEAD.has(answered.toLowerCase());
   const [implCode, ownerState] = await Promise.allSettled([
     implementationCode(rpc, directImpl ?? null, proxy?.beacon ?? null, head.number, call),
-    ownerLive ? rpc.readAccount(owner, { ...call, block: head.number }) : Promise.resolve(null),
+    ownerLive ? rpc.readAccount(answered, { ...call, block: head.number }) : Promise.resolve(null),
   ]);
   let implementation: Address | null = directImpl;
   let capabilities = capabilitiesOf(code);
@@ -181,16 +224,50 @@ export async function analyzeEvmContract(
       ),
     );
   }
+  const covered = capabilities.selectors.includes(TOTAL_SUPPLY) && capabilities.selectors.includes(ALLOWANCE);
+  // Code read in full (a recognised proxy's implementation included) that answers totalSupply and
+  // allowance without having them is a fallback answering anything: not a token. With DELEGATECALL and
+  // no implementation found, it is a proxy of a kind not recognised: the check did not run.
+  const unknownProxy = capabilities.delegatecall && implementation === null;
+  if (!covered && !capabilities.skipped && !unknownProxy && implCode.status !== 'rejected') return account;
+  if (capabilities.skipped)
+    incomplete.push(
+      incompleteAt('eth_getCode', block, 'the capabilities were not read', capabilities.skipped),
+    );
+  else if (!covered && implCode.status !== 'rejected')
+    incomplete.push(
+      incompleteAt(
+        'eth_getCode',
+        block,
+        'the code that answers as this ERC-20 was not found (a proxy of a kind not recognised: not EIP-1967, ' +
+          'beacon, zeppelinos or EIP-1167), so its capabilities were not read',
+        'no totalSupply()/allowance() selector in the code read',
+      ),
+    );
+  // An owner() answer counts only from code that has the function: a fallback may answer 32 zero bytes.
+  const owner =
+    answered && (!covered || capabilities.selectors.some((x) => OWNER_SELECTORS.includes(x)))
+      ? answered
+      : null;
   const ownerKind = ownerKindOf(owner, ownerState);
   if (ownerState.status === 'rejected')
     incomplete.push(incompleteAt('eth_getCode', block, `the owner ${owner} was not read`, ownerState.reason));
 
-  const decimals = decimalsW ? Number(BigInt(decimalsW) & 0xffn) : null;
-  const supplyRaw = BigInt(supplyW);
+  // Numbers from their first word (an answer longer than one word is not read past it).
+  const decimals = decimalsW ? Number(BigInt(sliceHex(decimalsW, 0, 32)) & 0xffn) : null;
+  const supplyRaw = BigInt(sliceHex(supplyW, 0, 32));
   const symbol = decodeText(symbolW);
   const known = opts.registry.lookup(opts.network, target) ?? null;
 
-  const findings: Finding[] = [...account.findings, ...incomplete];
+  // A well-known token expected to sit behind an upgradeable proxy (USDC): its upgradeability is its issuer's.
+  const findings: Finding[] = [
+    ...account.findings.map((f) =>
+      f.code === 'upgradeable_proxy' && known?.expected.includes('upgradeable')
+        ? suppress(f, `expected of ${known.issuer}'s ${known.symbol} (${known.source})`)
+        : f,
+    ),
+    ...incomplete,
+  ];
   const { findings: codeFound, views } = codeFindings({
     target,
     block,
@@ -239,7 +316,7 @@ export async function analyzeEvmContract(
     facts: { ...account.facts, token_standard: 'erc20', owner, owner_kind: ownerKind, implementation },
     complete:
       account.complete && incomplete.length === 0 && findings.every((f) => f.code !== 'check_incomplete'),
-    listInputs: { ...account.listInputs, ...(ownerLive ? { owner: owner } : {}) },
+    listInputs: { ...account.listInputs, ...(owner && ownerLive ? { owner } : {}) },
     token,
     holders: null,
     known: known ? knownContext(known, opts.registry.version, findings) : null,

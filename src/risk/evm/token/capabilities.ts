@@ -6,7 +6,7 @@ import { getAddress, toFunctionSelector, type Address, type Hex } from 'viem';
  * selectors as evmole finds them (no source, no online signature look-up) and its opcodes. A selector
  * says a function exists, not who may call it: the owner check (owner(), renounced, roles) is the
  * analyzer's. A capability whose function is named differently is not seen: bytecode proves presence,
- * never absence.
+ * never absence. Opcodes are read by a linear pass over the code (PUSH data skipped).
  */
 
 export const CAPABILITIES = [
@@ -115,6 +115,8 @@ export interface FoundCapability {
 }
 
 export interface CodeCapabilities {
+  /** Set when the code was not analysed (too large): why. */
+  skipped?: string;
   /** Every selector evmole found, sorted (4-byte hex without 0x). */
   selectors: string[];
   capabilities: FoundCapability[];
@@ -122,11 +124,22 @@ export interface CodeCapabilities {
   delegatecall: boolean;
 }
 
+/**
+ * The most code analysed: twice EIP-7907's proposed 48 KiB, well above EIP-170's 24 KiB. evmole runs on
+ * the event loop and its work grows with the code: a provider (or a chain) serving megabytes of "code"
+ * must not stall the process.
+ */
+export const MAX_CODE_BYTES = 96 * 1024;
+
 /** The capabilities of one contract's runtime code (an empty code gives none). */
 export function capabilitiesOf(code: Hex): CodeCapabilities {
   const body = withoutMetadata(code);
-  if (body === '0x') return { selectors: [], capabilities: [], selfdestruct: false, delegatecall: false };
-  const info = contractInfo(body, { selectors: true, disassemble: true });
+  const none = { selectors: [], capabilities: [], selfdestruct: false, delegatecall: false };
+  if (body === '0x') return none;
+  const bytes = (body.length - 2) / 2;
+  if (bytes > MAX_CODE_BYTES)
+    return { ...none, skipped: `the code is ${bytes} bytes, over the ${MAX_CODE_BYTES} analysed` };
+  const info = contractInfo(body, { selectors: true });
   const selectors = [...new Set((info.functions ?? []).map((f) => f.selector.toLowerCase()))].sort();
   const byCapability = new Map<Capability, FoundCapability>();
   for (const selector of selectors) {
@@ -136,18 +149,25 @@ export function capabilitiesOf(code: Hex): CodeCapabilities {
     found.functions.push({ signature: known.signature, selector: `0x${selector}` });
     byCapability.set(known.capability, found);
   }
-  let selfdestruct = false;
-  let delegatecall = false;
-  for (const [, op] of info.disassembled ?? []) {
-    if (op === 'SELFDESTRUCT') selfdestruct = true;
-    else if (op === 'DELEGATECALL') delegatecall = true;
-  }
   return {
     selectors,
     capabilities: CAPABILITIES.flatMap((c) => byCapability.get(c) ?? []),
-    selfdestruct,
-    delegatecall,
+    ...opcodesIn(body),
   };
+}
+
+/** SELFDESTRUCT (0xff) and DELEGATECALL (0xf4) as opcodes: a linear pass that skips PUSH1–PUSH32 data. */
+function opcodesIn(body: Hex): { selfdestruct: boolean; delegatecall: boolean } {
+  const bytes = Buffer.from(body.slice(2), 'hex');
+  let selfdestruct = false;
+  let delegatecall = false;
+  for (let i = 0; i < bytes.length; i++) {
+    const op = bytes[i]!;
+    if (op === 0xff) selfdestruct = true;
+    else if (op === 0xf4) delegatecall = true;
+    else if (op >= 0x60 && op <= 0x7f) i += op - 0x5f;
+  }
+  return { selfdestruct, delegatecall };
 }
 
 /** Two analyses together (a proxy and the implementation behind it). */
@@ -159,7 +179,9 @@ export function mergeCapabilities(a: CodeCapabilities, b: CodeCapabilities): Cod
       if (!into.functions.some((g) => g.selector === f.selector)) into.functions.push(f);
     byCapability.set(found.capability, into);
   }
+  const skipped = a.skipped ?? b.skipped;
   return {
+    ...(skipped ? { skipped } : {}),
     selectors: [...new Set([...a.selectors, ...b.selectors])].sort(),
     capabilities: CAPABILITIES.flatMap((c) => byCapability.get(c) ?? []),
     selfdestruct: a.selfdestruct || b.selfdestruct,

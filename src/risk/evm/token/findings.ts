@@ -220,18 +220,35 @@ export function tradeFindings(
         ),
       ];
     case 'transfer_reverted':
-    case 'sell_reverted':
+    case 'sell_reverted': {
+      const step =
+        trade.status === 'transfer_reverted'
+          ? `moving them to a second fresh address${trade.delayed ? ' an hour later' : ''} reverted`
+          : `selling them back${trade.delayed ? ' an hour later' : ''} reverted`;
+      const bought = `A simulated buy of ${target} through ${trade.router!.name} worked (${fmt(trade.buy!.received)} tokens for 0.01 of the native coin), but ${step}: ${trade.reason}.`;
+      // In one eth_call (no eth_simulateV1) the buy, the transfer and the sell share a block and a
+      // transaction: a launch-time "one trade per block" rule reverts there too. Not proof of a honeypot.
+      if (!trade.delayed && trade.status === 'transfer_reverted')
+        return [
+          finding(
+            'check_incomplete',
+            `${bought} The node cannot simulate separate blocks (no eth_simulateV1), and a per-block trading ` +
+              'limit would also revert a transfer in the same transaction: whether it can be sold is not known.',
+            evidence,
+          ),
+        ];
       return [
         finding(
           'cannot_sell',
-          `A simulated buy of ${target} through ${trade.router!.name} worked (${fmt(trade.buy!.received)} tokens for 0.01 of the native coin), but ` +
-            (trade.status === 'transfer_reverted'
-              ? `moving them to a second fresh address${trade.delayed ? ' an hour later' : ''} reverted`
-              : `selling them back${trade.delayed ? ' an hour later' : ''} reverted`) +
-            `: ${trade.reason}. Buyers cannot get out.`,
+          trade.delayed
+            ? `${bought} Buyers cannot get out.`
+            : `${bought} Simulated in one transaction (the node has no eth_simulateV1): a per-block trading limit could ` +
+                'also cause it, so this is high, not critical.',
           evidence,
+          trade.delayed ? {} : { severity: 'high' },
         ),
       ];
+    }
     case 'measured': {
       if (trade.sell!.received === 0n)
         return [

@@ -138,7 +138,7 @@ export async function checkTrade(
   }
   const calls = simulatedCalls(blocks);
   if (!calls) return empty('failed', 'eth_simulateV1', router, 'eth_simulateV1 answered an unexpected shape');
-  return fromSteps(router, 'eth_simulateV1', calls, true);
+  return judgedSteps(router, 'eth_simulateV1', calls, true);
 }
 
 /** The four calls of the two simulated blocks, or null for any other shape. */
@@ -148,9 +148,28 @@ function simulatedCalls(blocks: unknown): SimulatedCall[] | null {
   return calls.length === 4 && calls.every((c) => typeof c?.status === 'string') ? calls : null;
 }
 
+/** The steps read; an answer that does not decode (a node's garbled return data) is a failed check. */
+function judgedSteps(
+  router: KnownRouter,
+  method: 'eth_simulateV1' | 'eth_call',
+  steps: SimulatedCall[],
+  delayed: boolean,
+): TradeCheck {
+  try {
+    return fromSteps(router, method, steps, delayed);
+  } catch (err) {
+    return empty(
+      'failed',
+      method,
+      router,
+      `${method} answered return data that does not decode: ${errorText(err)}`,
+    );
+  }
+}
+
 function fromSteps(
   router: KnownRouter,
-  method: 'eth_simulateV1',
+  method: 'eth_simulateV1' | 'eth_call',
   [pool, buy, send, sell]: SimulatedCall[],
   delayed: boolean,
 ): TradeCheck {
@@ -266,7 +285,7 @@ async function runInOneCall(
       stage === 2n ? failed(reason) : ok(word(amounts[2], amounts[3])),
       stage === 3n ? failed(reason) : ok(word(amounts[4], amounts[5], amounts[6])),
     ];
-    return { ...fromSteps(router, 'eth_simulateV1', steps, false), method: 'eth_call' };
+    return judgedSteps(router, 'eth_call', steps, false);
   } catch (err) {
     return empty('failed', 'eth_call', router, `the trade probe answered something else: ${errorText(err)}`);
   }
