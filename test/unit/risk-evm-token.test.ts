@@ -119,7 +119,11 @@ describe('the router and known-token registry', () => {
     expect(registry.lookup(ethereum, '0xa0b86991c6218b36c1d19d4a2e9eb0ce3606eb48')).toMatchObject({
       issuer: 'Circle',
     });
-    expect(registry.bySymbol(ethereum, ' usdc ')).toHaveLength(1);
+    // Compared as the Solana registry compares: trimmed, case-folded, after NFKC (full-width letters fold).
+    expect(registry.imitated(ethereum, { symbol: ' ｕｓｄｃ ', name: null })).toHaveLength(1);
+    expect(registry.imitated(ethereum, { symbol: 'XYZ', name: 'Tether USD' }).map((t) => t.symbol)).toEqual([
+      'USDT',
+    ]);
     expect(() => mergeEvmTokenRegistry([], [{ network: 'eip155:1', address: '0x12' }])).toThrow(
       /risk\.evm\.known_tokens #0 is invalid: address/,
     );

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { parseEvmAddress } from '../../chains/addresses.js';
 import { appliesOn, type NetworkDef } from '../../chains/registry.js';
+import { normalizeTokenText } from './solana.js';
 
 /*
  * What the ERC-20 scanner knows before it reads anything (docs/risk.md#erc-20-tokens): the V2-style router
@@ -189,8 +190,12 @@ export interface EvmTokenRegistry {
   routerFor(network: NetworkDef): KnownRouter | undefined;
   /** The entry for `address` on `network` (or the network it forks). */
   lookup(network: NetworkDef, address: string): KnownEvmToken | undefined;
-  /** Known tokens on `network` with this symbol (case-insensitive): a different address is a copycat. */
-  bySymbol(network: NetworkDef, symbol: string): KnownEvmToken[];
+  /**
+   * Known tokens on `network` whose symbol or name a token's own symbol or name equals (compared as the
+   * Solana registry compares: trimmed, case-insensitively, after Unicode NFKC): a different address is a
+   * copycat.
+   */
+  imitated(network: NetworkDef, own: { symbol: string | null; name: string | null }): KnownEvmToken[];
 }
 
 /** Built-in data with configured entries on top (validated; a bad entry throws, naming its list and index). */
@@ -233,10 +238,17 @@ export function mergeEvmTokenRegistry(
       }
       return undefined;
     },
-    bySymbol: (network, symbol) => {
-      const wanted = symbol.trim().toLowerCase();
+    imitated: (network, own) => {
+      const wanted = new Set(
+        [own.symbol, own.name]
+          .filter((x): x is string => !!x)
+          .map(normalizeTokenText)
+          .filter(Boolean),
+      );
       return [...tokens.values()].filter(
-        (t) => appliesOn([t.network], network) && t.symbol.toLowerCase() === wanted,
+        (t) =>
+          appliesOn([t.network], network) &&
+          (wanted.has(normalizeTokenText(t.symbol)) || wanted.has(normalizeTokenText(t.name))),
       );
     },
   };

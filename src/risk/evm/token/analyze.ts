@@ -257,6 +257,7 @@ export async function analyzeEvmContract(
   const decimals = decimalsW ? Number(BigInt(sliceHex(decimalsW, 0, 32)) & 0xffn) : null;
   const supplyRaw = BigInt(sliceHex(supplyW, 0, 32));
   const symbol = decodeText(symbolW);
+  const name = decodeText(nameW);
   const known = opts.registry.lookup(opts.network, target) ?? null;
 
   // A well-known token expected to sit behind an upgradeable proxy (USDC): its upgradeability is its issuer's.
@@ -288,12 +289,12 @@ export async function analyzeEvmContract(
         value: { totalSupply: '0' },
       }),
     );
-  findings.push(...knownFindings(opts, target, block, symbol, known, owner, proxy?.admin ?? null));
+  findings.push(...knownFindings(opts, target, block, symbol, name, known, owner, proxy?.admin ?? null));
   if (trade) findings.push(...tradeFindings(target, block, trade, decimals));
 
   const token: EvmTokenView = {
     standard: 'erc20',
-    name: decodeText(nameW),
+    name,
     symbol,
     decimals,
     supply: decimals === null ? null : formatUnits(supplyRaw, decimals),

@@ -127,6 +127,7 @@ export function knownFindings(
   target: Address,
   block: number,
   symbol: string | null,
+  name: string | null,
   known: KnownEvmToken | null,
   owner: Address | null,
   admin: Address | null,
@@ -157,20 +158,19 @@ export function knownFindings(
       );
     return out;
   }
-  if (symbol) {
-    const imitated = opts.registry
-      .bySymbol(opts.network, symbol)
-      .filter((t) => t.address.toLowerCase() !== target.toLowerCase());
-    if (imitated.length)
-      out.push(
-        finding(
-          'copycat_symbol',
-          `${target} calls itself ${symbol}, the symbol of ${imitated.map((t) => `${t.issuer}'s ${t.name} at ${t.address}`).join(', ')} ` +
-            `on ${networkLabel(opts.network)}, but it is a different contract.`,
-          { method: 'eth_call', block, value: { symbol, imitates: imitated.map((t) => t.address) } },
-        ),
-      );
-  }
+  const imitated = opts.registry
+    .imitated(opts.network, { symbol, name })
+    .filter((t) => t.address.toLowerCase() !== target.toLowerCase());
+  if (imitated.length)
+    out.push(
+      finding(
+        'copycat_symbol',
+        `${target} calls itself ${[symbol, name].filter(Boolean).join(' / ')}, like ` +
+          `${imitated.map((t) => `${t.issuer}'s ${t.name} (${t.symbol}) at ${t.address}`).join(', ')} ` +
+          `on ${networkLabel(opts.network)}, but it is a different contract.`,
+        { method: 'eth_call', block, value: { symbol, name, imitates: imitated.map((t) => t.address) } },
+      ),
+    );
   return out;
 }
 
