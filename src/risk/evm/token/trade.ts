@@ -39,6 +39,13 @@ export const PROBE_BUYER: Address = `${PROBE_PREFIX}0000000001`;
 export const PROBE_SECOND: Address = `${PROBE_PREFIX}0000000002`;
 const PROBE_CALLER: Address = `${PROBE_PREFIX}0000000003`;
 
+/** The probe's code at both fresh addresses, and ether for the caller: the same for both methods. */
+const PROBE_OVERRIDES = {
+  [PROBE_BUYER]: { code: TRADE_PROBE_CODE },
+  [PROBE_SECOND]: { code: TRADE_PROBE_CODE },
+  [PROBE_CALLER]: { balance: numberToHex(10n ** 20n) },
+};
+
 /** What the simulated buy spends: 0.01 of the native coin (small against any real pool). */
 export const BUY_WEI = 10n ** 16n;
 /** How much later the transfer and the sell run. */
@@ -95,16 +102,11 @@ export async function checkTrade(
   options: CallOptions,
 ): Promise<TradeCheck> {
   if (!router) return empty('no_router', null, null, 'no V2-style router is configured for this network');
-  const overrides = {
-    [PROBE_BUYER]: { code: TRADE_PROBE_CODE },
-    [PROBE_SECOND]: { code: TRADE_PROBE_CODE },
-    [PROBE_CALLER]: { balance: numberToHex(10n ** 20n) },
-  };
   const params = [
     {
       blockStateCalls: [
         {
-          stateOverrides: overrides,
+          stateOverrides: PROBE_OVERRIDES,
           calls: [
             { from: PROBE_CALLER, to: PROBE_BUYER, data: probe.pool(router.address, token) },
             {
@@ -225,11 +227,6 @@ async function runInOneCall(
   block: bigint,
   options: CallOptions,
 ): Promise<TradeCheck> {
-  const overrides = {
-    [PROBE_BUYER]: { code: TRADE_PROBE_CODE },
-    [PROBE_SECOND]: { code: TRADE_PROBE_CODE },
-    [PROBE_CALLER]: { balance: numberToHex(10n ** 20n) },
-  };
   const tx = { from: PROBE_CALLER, to: PROBE_BUYER, value: numberToHex(BUY_WEI) };
   const at = numberToHex(block);
   let poolData: Hex;
@@ -238,23 +235,12 @@ async function runInOneCall(
     [poolData, runData] = await Promise.all([
       rpc.rpc.call<Hex>(
         'eth_call',
-        [{ ...tx, value: '0x0', data: probe.pool(router.address, token) }, at, overrides],
+        [{ ...tx, value: '0x0', data: probe.pool(router.address, token) }, at, PROBE_OVERRIDES],
         options,
       ),
       rpc.rpc.call<Hex>(
         'eth_call',
-        [
-          {
-            ...tx,
-            data: encodeFunctionData({
-              abi: PROBE_ABI,
-              functionName: 'run',
-              args: [router.address, token, PROBE_SECOND],
-            }),
-          },
-          at,
-          overrides,
-        ],
+        [{ ...tx, data: probe.run(router.address, token, PROBE_SECOND) }, at, PROBE_OVERRIDES],
         options,
       ),
     ]);
