@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import { z } from 'zod';
 import { ACCOUNTS_ENV_VARS, accountsAuthSettings, rateLimitSettings } from './accounts/settings.js';
+import { AUDIT_ENV_VARS, auditSettings } from './audit/settings.js';
 import { CHAINS_ENV_VARS, chainsSettings } from './chains/settings.js';
 import { HTTP_ENV_VARS, httpAuthSettings } from './http/settings.js';
 import { IMPACT_ENV_VARS, impactSettings } from './impact/settings.js';
@@ -16,6 +17,7 @@ import {
   serverSettings,
 } from './platform/settings.js';
 import { RISK_ENV_VARS, riskSettings } from './risk/settings.js';
+import { SCREENINGS_ENV_VARS, screeningsSettings } from './screenings/settings.js';
 import { USAGE_ENV_VARS, usageSettings } from './usage/settings.js';
 import { WATCHLISTS_ENV_VARS, watchlistsSettings } from './watchlists/settings.js';
 import { WEBHOOKS_ENV_VARS, webhooksSettings } from './webhooks/settings.js';
@@ -35,6 +37,8 @@ const schema = z.object({
   watchlists: watchlistsSettings,
   webhooks: webhooksSettings,
   usage: usageSettings,
+  audit: auditSettings,
+  screenings: screeningsSettings,
   scheduler: schedulerSettings,
   impact: impactSettings,
   risk: riskSettings,
@@ -52,6 +56,8 @@ export const ENV_VARS: EnvVars = {
   ...WATCHLISTS_ENV_VARS,
   ...WEBHOOKS_ENV_VARS,
   ...USAGE_ENV_VARS,
+  ...AUDIT_ENV_VARS,
+  ...SCREENINGS_ENV_VARS,
   ...SCHEDULER_ENV_VARS,
   ...IMPACT_ENV_VARS,
   ...RISK_ENV_VARS,

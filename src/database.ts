@@ -1,9 +1,12 @@
 import type { EntitySchema } from '@mikro-orm/core';
 import { AccountSchema, ApiKeySchema, EntitlementSchema } from './accounts/entities.js';
+import { AuditRecordSchema } from './audit/entities.js';
 import { connectOrm, type Orm } from './db/orm.js';
 import { EventSchema, EventSequenceSchema } from './events/entities.js';
+import { FeedbackSchema } from './feedback/entities.js';
 import { ImpactCounterSchema, ImpactSnapshotSchema } from './impact/entities.js';
 import { ListEntrySchema, SanctionedAddressSchema } from './lists/entities.js';
+import { ScreeningResultSchema, ScreeningSchema } from './screenings/entities.js';
 import { UsageRecordSchema, UsageRollupSchema } from './usage/entities.js';
 import {
   WatchlistAlertSchema,
@@ -38,6 +41,10 @@ export const ENTITIES: readonly EntitySchema[] = [
   WebhookEndpointSchema,
   WebhookDeliverySchema,
   WebhookAttemptSchema,
+  AuditRecordSchema,
+  ScreeningSchema,
+  ScreeningResultSchema,
+  FeedbackSchema,
 ];
 
 /** The database with every entity: what the runtime, `migrate` and the CLI commands connect to. */

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Redis } from 'ioredis';
+import { AuditLogService } from './audit/service.js';
 import { AccountsService } from './accounts/service.js';
 import { ChainProviders } from './chains/providers.js';
 import { EventLog } from './events/log.js';
@@ -57,6 +58,8 @@ export interface Runtime {
   metrics: Metrics;
   providers: ChainProviders;
   accounts: AccountsService;
+  /** The audit log as it is read (features append to it in their own transactions: src/audit/log.ts). */
+  audit: AuditLogService;
   usage: UsageService;
   impact: ImpactService;
   lists: ListsService;
@@ -170,6 +173,7 @@ export async function createRuntime(role: string, config: Readonly<Config> = loa
       defaultRateLimitPerMin: config.rate_limit.default_per_min,
       maxKeysPerAccount: config.auth.max_api_keys_per_account,
     }),
+    audit: new AuditLogService(orm),
     usage: new UsageService(orm),
     impact,
     lists,

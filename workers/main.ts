@@ -8,6 +8,7 @@ import { WatchMetrics } from '../src/watchlists/metrics.js';
 import { WebhookMetrics } from '../src/webhooks/metrics.js';
 import { usageStreamKey } from '../src/usage/recorder.js';
 import { UsageDrain } from '../src/usage/drain.js';
+import { auditPrune } from './compliance.worker.js';
 import { impactRefresh } from './impact-refresh.worker.js';
 import { checkHandlers, jobProcessor, type JobHandlers } from './job-handler.js';
 import { usagePrune } from './usage-prune.worker.js';
@@ -30,6 +31,7 @@ function handlers(rt: Runtime): JobHandlers {
     'watchlists-due': watchlistsDue(scanner),
     'watchlist-tick': watchlistTick(scanner),
     'watchlist-chunk': watchlistChunk(scanner),
+    'audit-prune': auditPrune(rt),
   };
 }
 

@@ -10,6 +10,14 @@ export interface ApiKeyPrincipal {
   rateLimitPerMin: number;
 }
 
+/** See DefaultState.usageDetail. */
+export interface UsageDetail {
+  target?: string;
+  chain?: string;
+  network?: string;
+  targets?: number;
+}
+
 /** What the middleware chain learns about a request, typed for every handler. */
 declare module 'koa' {
   interface DefaultState {
@@ -23,6 +31,11 @@ declare module 'koa' {
     /** The matched route's template (OpenAPI style): the usage and metrics label. */
     route?: string;
     apiKey?: ApiKeyPrincipal;
+    /**
+     * What the usage record of this call says beyond its route and status: the target a risk call was
+     * about (POST /api/v1/feedback acts on it by request id), the targets a bulk call carried.
+     */
+    usageDetail?: UsageDetail;
     user?: JwtPrincipal & { accountId: string };
     agent?: boolean;
   }

@@ -66,6 +66,11 @@ export const JOBS = {
     attempts: 3,
     backoff: { type: 'exponential', delay: 5000 },
   }),
+  /** Daily: audit records older than `audit.retention_days` (the append-only trigger's one exception). */
+  'audit-prune': scheduled('audit_prune_cron', {
+    attempts: 3,
+    backoff: { type: 'exponential', delay: 5000 },
+  }),
 } as const;
 
 export type JobName = keyof typeof JOBS;

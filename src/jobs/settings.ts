@@ -8,6 +8,8 @@ export const schedulerSettings = z.object({
   watchlists_cron: cron,
   webhooks_sweep_cron: cron,
   events_prune_cron: cron,
+  audit_prune_cron: cron,
+  screenings_prune_cron: cron,
 });
 
 export type SchedulerSettings = z.infer<typeof schedulerSettings>;
@@ -18,4 +20,6 @@ export const SCHEDULER_ENV_VARS: EnvVars = {
   RISKWATCH_WATCHLISTS_CRON: 'scheduler.watchlists_cron',
   RISKWATCH_WEBHOOKS_SWEEP_CRON: 'scheduler.webhooks_sweep_cron',
   RISKWATCH_EVENTS_PRUNE_CRON: 'scheduler.events_prune_cron',
+  RISKWATCH_AUDIT_PRUNE_CRON: 'scheduler.audit_prune_cron',
+  RISKWATCH_SCREENINGS_PRUNE_CRON: 'scheduler.screenings_prune_cron',
 };

@@ -13,6 +13,8 @@ export const UsageRecordSchema = defineEntity({
     { properties: ['accountId', 'status', 'at', 'id'] },
     { properties: ['accountId', 'endpoint', 'at', 'id'] },
     { properties: ['accountId', 'apiKeyId', 'at', 'id'] },
+    // POST /api/v1/feedback names a call by its request id: the account's newest call with it.
+    { properties: ['accountId', 'requestId', 'at'] },
   ],
   properties: {
     id: p.string().length(40).primary(),
@@ -25,6 +27,12 @@ export const UsageRecordSchema = defineEntity({
     latencyMs: p.integer(),
     requestId: p.string().length(200),
     at: p.datetime(),
+    /** The target a risk call was about (feedback acts on it); null for calls without one. */
+    target: p.string().length(200).nullable(),
+    chain: p.string().length(40).nullable(),
+    network: p.string().length(40).nullable(),
+    /** Targets a bulk call carried (a screening): one call, this many targets. */
+    targets: p.integer().nullable(),
   },
 });
 export type UsageRecord = InferEntity<typeof UsageRecordSchema>;

@@ -7,6 +7,7 @@ import { Migration20261124034559 } from './Migration20261124034559.js';
 import { Migration20261125220000 } from './Migration20261125220000.js';
 import { Migration20261125230000 } from './Migration20261125230000.js';
 import { Migration20261128002845 } from './Migration20261128002845.js';
+import { Migration20261128024154 } from './Migration20261128024154.js';
 
 /** Every committed migration, oldest first. Add each new one here. */
 export const migrations: MigrationObject[] = [
@@ -18,4 +19,5 @@ export const migrations: MigrationObject[] = [
   { name: 'Migration20261125220000', class: Migration20261125220000 },
   { name: 'Migration20261125230000', class: Migration20261125230000 },
   { name: 'Migration20261128002845', class: Migration20261128002845 },
+  { name: 'Migration20261128024154', class: Migration20261128024154 },
 ];

@@ -1,0 +1,157 @@
+import { keysetPage, type Page } from '../platform/cursor.js';
+import { AppError } from '../platform/errors.js';
+import type { Orm } from '../db/orm.js';
+import { run, time, Where, type Time } from '../db/sql.js';
+import type { ActorType } from './entities.js';
+
+/** An audit record as the API and the export show it. */
+export interface AuditView {
+  id: string;
+  accountId: string | null;
+  at: Date;
+  actor: { type: ActorType; id: string; label: string | null };
+  action: string;
+  resourceType: string;
+  resourceId: string | null;
+  requestId: string | null;
+  clientAddress: string | null;
+  before: Record<string, unknown> | null;
+  after: Record<string, unknown> | null;
+}
+
+/** Filters of a page of the log; every one optional. */
+export interface AuditQuery {
+  limit: number;
+  cursor?: string | undefined;
+  action?: string | undefined;
+  resource_type?: string | undefined;
+  resource_id?: string | undefined;
+  actor_id?: string | undefined;
+  since?: Date | undefined;
+  until?: Date | undefined;
+}
+
+interface AuditRow {
+  id: string;
+  account_id: string | null;
+  at: Time;
+  actor_type: ActorType;
+  actor_id: string;
+  actor_label: string | null;
+  action: string;
+  resource_type: string;
+  resource_id: string | null;
+  request_id: string | null;
+  client_address: string | null;
+  before: Record<string, unknown> | null;
+  after: Record<string, unknown> | null;
+}
+
+const COLUMNS =
+  'id, account_id, at, actor_type, actor_id, actor_label, action, resource_type, resource_id, ' +
+  'request_id, client_address, before, after';
+
+const viewOf = (r: AuditRow): AuditView => ({
+  id: r.id,
+  accountId: r.account_id,
+  at: time(r.at),
+  actor: { type: r.actor_type, id: r.actor_id, label: r.actor_label },
+  action: r.action,
+  resourceType: r.resource_type,
+  resourceId: r.resource_id,
+  requestId: r.request_id,
+  clientAddress: r.client_address,
+  before: r.before,
+  after: r.after,
+});
+
+/** Rows per statement of the export and of the prune. */
+const BATCH = 5000;
+
+/**
+ * The audit log as it is read: an account's records over the API (newest first, one index range per
+ * page), every account's for the operator's export (oldest first, streamed in batches), and the retention
+ * prune, the one DELETE the append-only trigger admits.
+ */
+export class AuditLogService {
+  constructor(private readonly orm: Orm) {}
+
+  async page(accountId: string, q: AuditQuery): Promise<Page<AuditView>> {
+    const where = new Where('account_id = ?', accountId)
+      .andIf(q.action, 'action = ?')
+      .andIf(q.resource_type, 'resource_type = ?')
+      .andIf(q.resource_id, 'resource_id = ?')
+      .andIf(q.actor_id, 'actor_id = ?')
+      .andIf(q.since, 'at >= ?')
+      .andIf(q.until, 'at < ?')
+      .before(q.cursor, 'aud', 'at', 'id');
+    const rows = await run<AuditRow[]>(
+      this.orm,
+      `select ${COLUMNS} from audit_log where ${where.sql} order by at desc, id desc limit ?`,
+      [...where.params, q.limit + 1],
+    );
+    return keysetPage(rows.map(viewOf), q.limit, (r) => ({ at: r.at.toISOString(), id: r.id }));
+  }
+
+  /** One record of the account; another account's id is not found. */
+  async get(accountId: string, id: string): Promise<AuditView> {
+    const [row] = await run<AuditRow[]>(
+      this.orm,
+      `select ${COLUMNS} from audit_log where account_id = ? and id = ?`,
+      [accountId, id],
+    );
+    if (!row) throw new AppError('not_found', `Audit record "${id.slice(0, 60)}" was not found.`);
+    return viewOf(row);
+  }
+
+  /**
+   * Every record (of one account with `accountId`) in `[since, until)`, oldest first, in batches: what
+   * `riskwatch audit export` writes as NDJSON. Keyset batches, so a log of any size streams in bounded
+   * memory and records appended meanwhile (after `until`, or after the walk passed) are not half-read.
+   */
+  async *export(opts: { since?: Date; until?: Date; accountId?: string }): AsyncGenerator<AuditView[]> {
+    let after: { at: Date; id: string } | undefined;
+    const until = opts.until ?? new Date();
+    for (;;) {
+      const where = new Where('at < ?', until)
+        .andIf(opts.since, 'at >= ?')
+        .andIf(opts.accountId, 'account_id = ?');
+      if (after) where.and('(at, id) > (?, ?)', after.at, after.id);
+      const rows = await run<AuditRow[]>(
+        this.orm,
+        `select ${COLUMNS} from audit_log where ${where.sql} order by at, id limit ?`,
+        [...where.params, BATCH],
+      );
+      if (rows.length === 0) return;
+      const views = rows.map(viewOf);
+      yield views;
+      const last = views[views.length - 1]!;
+      after = { at: last.at, id: last.id };
+      if (rows.length < BATCH) return;
+    }
+  }
+
+  /**
+   * Deletes records older than `retentionDays`, in batches; how many went. Each batch's transaction names
+   * its cut-off in `riskwatch.audit_prune_before`, which the trigger checks row by row.
+   */
+  async prune(retentionDays: number): Promise<number> {
+    const cutoff = new Date(Date.now() - retentionDays * 86_400_000);
+    let deleted = 0;
+    for (;;) {
+      const n = await this.orm.em.fork().transactional(async (em) => {
+        await run(em, `select set_config('riskwatch.audit_prune_before', ?, true)`, [cutoff.toISOString()]);
+        const res = await run<{ affectedRows: number }>(
+          em,
+          `delete from audit_log where ctid = any(array(
+             select ctid from audit_log where at < ? order by at limit ${BATCH}))`,
+          [cutoff],
+          'run',
+        );
+        return res.affectedRows;
+      });
+      deleted += n;
+      if (n < BATCH) return deleted;
+    }
+  }
+}
