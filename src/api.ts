@@ -1,6 +1,8 @@
 import type { Server } from 'node:http';
 import { accountRoutes } from './accounts/routes.js';
+import { auditRoutes } from './audit/routes.js';
 import { eventRoutes } from './events/routes.js';
+import { feedbackRoutes } from './feedback/routes.js';
 import { healthRoutes } from './health/routes.js';
 import { HealthService } from './health/service.js';
 import { createApp } from './http/app.js';
@@ -9,6 +11,7 @@ import { serve } from './http/server.js';
 import { impactRoutes } from './impact/routes.js';
 import { listRoutes } from './lists/routes.js';
 import { riskRoutes } from './risk/routes.js';
+import { screeningRoutes } from './screenings/routes.js';
 import { RELEASE_ID, VERSION, type Runtime } from './runtime.js';
 import { UsageRecorder, usageStreamKey } from './usage/recorder.js';
 import { usageRoutes } from './usage/routes.js';
@@ -41,10 +44,13 @@ export async function startApi(rt: Runtime, { sharedPort = false } = {}): Promis
     ...usageRoutes(rt.usage),
     ...riskRoutes(rt.risk, rt.impact),
     ...listRoutes(rt.lists),
+    ...feedbackRoutes(rt.feedback, rt.metrics.registry),
     ...watchlistRoutes(rt.watchlists),
     ...webhookRoutes(rt.webhooks.endpoints, rt.webhooks.deliveries),
+    ...screeningRoutes(rt.screenings, rt.orm),
     ...eventRoutes(rt.events),
     ...accountRoutes(rt.accounts),
+    ...auditRoutes(rt.audit),
   ];
   const jwt = new JwtVerifier(config.auth.jwt, logger);
   jwt.start(); // not awaited: the JWKS is fetched in the background (a JWT call meanwhile waits for it)

@@ -4,6 +4,7 @@ import { startWorkers } from '../workers/main.js';
 import { startScheduler } from '../workers/scheduler.js';
 import { registerAccountCommands } from './accounts/cli.js';
 import { AccountsService } from './accounts/service.js';
+import { registerAuditCommands } from './audit/cli.js';
 import { startApi } from './api.js';
 import { apiProcessCount, childOfSupervisor, reportReady, superviseCluster, type Role } from './cluster.js';
 import { loadConfig, type Config } from './config.js';
@@ -14,6 +15,7 @@ import { ConfigError } from './platform/config.js';
 import { AppError } from './platform/errors.js';
 import { createLogger } from './platform/logger.js';
 import { createRuntime, registerConnectionShutdown, VERSION } from './runtime.js';
+import { registerScreeningCommands } from './screenings/cli.js';
 import { registerWatchlistCommands } from './watchlists/cli.js';
 import { registerSecretsCommands } from './webhooks/cli.js';
 
@@ -91,6 +93,18 @@ registerWatchlistCommands(program, config, print, connectDatabase, (orm, ref) =>
   }).getAccount(ref),
 );
 registerSecretsCommands(program, config, print, connectDatabase);
+registerScreeningCommands(program, config, print, connectDatabase, (orm, ref) =>
+  new AccountsService(orm, {
+    keyCacheMs: 0,
+    defaultRateLimitPerMin: config().rate_limit.default_per_min,
+  }).getAccount(ref),
+);
+registerAuditCommands(program, config, connectDatabase, (orm, ref) =>
+  new AccountsService(orm, {
+    keyCacheMs: 0,
+    defaultRateLimitPerMin: config().rate_limit.default_per_min,
+  }).getAccount(ref),
+);
 
 try {
   await program.parseAsync(process.argv);

@@ -11,6 +11,7 @@ import { JobQueues } from './jobs/queues.js';
 import { ImpactService } from './impact/service.js';
 import { ListsCache, listsChannel } from './lists/cache.js';
 import { ListsService } from './lists/service.js';
+import { FeedbackService } from './feedback/service.js';
 import { createLogger, type Logger } from './platform/logger.js';
 import { Metrics } from './platform/metrics.js';
 import { connectDatabase } from './database.js';
@@ -20,6 +21,8 @@ import { createBullConnection, createRedis } from './platform/redis.js';
 import { Shutdown } from './platform/shutdown.js';
 import { mergeKnownWalletImplementations } from './risk/known/evm.js';
 import { RiskService } from './risk/service.js';
+import { ScreeningRunner } from './screenings/runner.js';
+import { ScreeningsService } from './screenings/service.js';
 import { UsageService } from './usage/service.js';
 import { WatchlistEntriesService } from './watchlists/entries.js';
 import { WatchlistHistoryService } from './watchlists/history.js';
@@ -65,6 +68,8 @@ export interface Runtime {
   lists: ListsService;
   /** The lists as the risk engine reads them (memory, dropped on every change; `start()` in the API). */
   listsCache: ListsCache;
+  /** Verdict feedback (/api/v1/feedback), applied to the lists in its own transaction. */
+  feedback: FeedbackService;
   risk: RiskService;
   /**
    * The event log (GET /api/v1/events) and its outbox: features append events in their own transactions;
@@ -79,6 +84,10 @@ export interface Runtime {
     /** Full re-analyses of a list asked for through the API (the workers do them). */
     rescans: RescansService;
   };
+  /** Bulk screenings as the API and the CLI serve them (submission, progress, results). */
+  screenings: ScreeningsService;
+  /** Runs the screenings (the workers' side): starts them per account, screens their chunks. */
+  screeningRunner: ScreeningRunner;
   /** Runs the watchlist scans (the workers' side of watchlists); alerts reach the event log. */
   watchlistScanner: WatchlistScanner;
   /** Webhooks as the HTTP API serves them: endpoints, and their delivery log. */
@@ -157,6 +166,17 @@ export async function createRuntime(role: string, config: Readonly<Config> = loa
       config.risk.known_wallet_implementations,
     ),
   });
+  const screeningRunner = new ScreeningRunner({
+    orm,
+    screener: risk.screener,
+    queues,
+    events,
+    providers,
+    redis,
+    redisKeyPrefix: config.redis.key_prefix,
+    settings: config.screenings,
+    logger,
+  });
   const runtime: Runtime = {
     config,
     logger,
@@ -178,6 +198,7 @@ export async function createRuntime(role: string, config: Readonly<Config> = loa
     impact,
     lists,
     listsCache,
+    feedback: new FeedbackService(orm, lists, new UsageService(orm), providers.networks),
     risk,
     events,
     watchlists: {
@@ -188,6 +209,8 @@ export async function createRuntime(role: string, config: Readonly<Config> = loa
       history: new WatchlistHistoryService(watchlistRows, providers.networks),
       rescans: new RescansService(watchlistRows, queues, config.watchlists.rescan_min_interval_s),
     },
+    screenings: new ScreeningsService(orm, risk.screener, queues, screeningRunner),
+    screeningRunner,
     watchlistScanner: new WatchlistScanner({
       repo: watchlistRows,
       redis,

@@ -11,6 +11,7 @@ import { UsageDrain } from '../src/usage/drain.js';
 import { auditPrune } from './compliance.worker.js';
 import { impactRefresh } from './impact-refresh.worker.js';
 import { checkHandlers, jobProcessor, type JobHandlers } from './job-handler.js';
+import { screeningChunk, screeningStart, screeningsPrune } from './screenings.worker.js';
 import { usagePrune } from './usage-prune.worker.js';
 import { watchlistChunk, watchlistsDue, watchlistTick } from './watchlists.worker.js';
 import { eventsPrune, webhookDrain, webhooksSweep } from './webhooks.worker.js';
@@ -32,6 +33,9 @@ function handlers(rt: Runtime): JobHandlers {
     'watchlist-tick': watchlistTick(scanner),
     'watchlist-chunk': watchlistChunk(scanner),
     'audit-prune': auditPrune(rt),
+    'screenings-prune': screeningsPrune(rt),
+    'screening-start': screeningStart(rt),
+    'screening-chunk': screeningChunk(rt),
   };
 }
 
@@ -42,19 +46,21 @@ function handlers(rt: Runtime): JobHandlers {
  * running job's lock is renewed every half lock, so this bounds nothing but the recovery.
  */
 const workerOptionsOf = (rt: Runtime, name: JobName) =>
-  name === 'watchlist-chunk' || name === 'watchlist-tick'
-    ? {
-        concurrency: name === 'watchlist-chunk' ? rt.config.watchlists.scan_concurrency : 2,
-        lockDuration: 10_000,
-        stalledInterval: 5_000,
-      }
-    : name === 'webhook-drain'
+  name === 'screening-chunk'
+    ? { concurrency: rt.config.screenings.chunk_concurrency, lockDuration: 30_000, stalledInterval: 10_000 }
+    : name === 'watchlist-chunk' || name === 'watchlist-tick'
       ? {
-          concurrency: rt.config.webhooks.delivery_concurrency,
-          lockDuration: 30_000,
-          stalledInterval: 10_000,
+          concurrency: name === 'watchlist-chunk' ? rt.config.watchlists.scan_concurrency : 2,
+          lockDuration: 10_000,
+          stalledInterval: 5_000,
         }
-      : { concurrency: 2 };
+      : name === 'webhook-drain'
+        ? {
+            concurrency: rt.config.webhooks.delivery_concurrency,
+            lockDuration: 30_000,
+            stalledInterval: 10_000,
+          }
+        : { concurrency: 2 };
 
 /** The `worker` role: one BullMQ Worker per queue, the usage drain, and a liveness heartbeat. */
 export function startWorkers(rt: Runtime): void {

@@ -1,4 +1,5 @@
 import { InvalidArgumentError, type Command } from 'commander';
+import { actorOption, commandActor } from '../audit/operator.js';
 import type { Connect } from '../db/orm.js';
 import { demoJwt, readExamples, renderExamples, standardExamples } from './bootstrap.js';
 import { presentAccount, presentApiKey, presentCreatedKey, presentEntitlement } from './present.js';
@@ -19,7 +20,10 @@ const asPositiveInt = (value: string) => {
   return n;
 };
 
-/** Operator commands (inside the VPC, no HTTP): accounts, entitlements, keys, bootstrap. */
+/**
+ * Operator commands (inside the VPC, no HTTP): accounts, entitlements, keys, bootstrap. Those that change
+ * something take `--actor NAME`, whom the audit log names (default: RISKWATCH_OPERATOR, else the OS user).
+ */
 export function registerAccountCommands(
   program: Command,
   config: () => Readonly<Config>,
@@ -49,9 +53,13 @@ export function registerAccountCommands(
     .description('create an account')
     .requiredOption('--name <name>', 'display name')
     .option('--org-id <orgId>', 'value of the JWT account claim for this account (default: the name)')
-    .action(async (opts: { name: string; orgId?: string }) => {
+    .addOption(actorOption())
+    .action(async (opts: { name: string; orgId?: string; actor?: string }) => {
       const account = await withService((s) =>
-        s.createAccount({ name: opts.name, ...(opts.orgId ? { orgId: opts.orgId } : {}) }),
+        s.createAccount(
+          { name: opts.name, ...(opts.orgId ? { orgId: opts.orgId } : {}) },
+          commandActor(opts),
+        ),
       );
       json(presentAccount(account));
     });
@@ -62,15 +70,25 @@ export function registerAccountCommands(
     .description('grant (or re-activate) the Enterprise entitlement of an account (id or org id)')
     .option('--expires-at <date>', 'RFC 3339 expiry, or "never"', asDate)
     .option('--rate-limit-per-min <n>', 'API requests per minute per key', asPositiveInt)
-    .action(async (account: string, opts: { expiresAt?: Date | null; rateLimitPerMin?: number }) => {
-      const entitlement = await withService((s) =>
-        s.grantEntitlement(account, {
-          ...(opts.expiresAt !== undefined ? { expiresAt: opts.expiresAt } : {}),
-          ...(opts.rateLimitPerMin !== undefined ? { rateLimitPerMin: opts.rateLimitPerMin } : {}),
-        }),
-      );
-      json(presentEntitlement(entitlement));
-    });
+    .addOption(actorOption())
+    .action(
+      async (
+        account: string,
+        opts: { expiresAt?: Date | null; rateLimitPerMin?: number; actor?: string },
+      ) => {
+        const entitlement = await withService((s) =>
+          s.grantEntitlement(
+            account,
+            {
+              ...(opts.expiresAt !== undefined ? { expiresAt: opts.expiresAt } : {}),
+              ...(opts.rateLimitPerMin !== undefined ? { rateLimitPerMin: opts.rateLimitPerMin } : {}),
+            },
+            commandActor(opts),
+          ),
+        );
+        json(presentEntitlement(entitlement));
+      },
+    );
   for (const [verb, status] of [
     ['suspend', 'suspended'],
     ['revoke', 'revoked'],
@@ -78,8 +96,13 @@ export function registerAccountCommands(
     entitlements
       .command(`${verb} <account>`)
       .description(`${verb} the Enterprise entitlement of an account`)
-      .action(async (account: string) =>
-        json(presentEntitlement(await withService((s) => s.setEntitlementStatus(account, status)))),
+      .addOption(actorOption())
+      .action(async (account: string, opts: { actor?: string }) =>
+        json(
+          presentEntitlement(
+            await withService((s) => s.setEntitlementStatus(account, status, commandActor(opts))),
+          ),
+        ),
       );
   }
 
@@ -89,10 +112,15 @@ export function registerAccountCommands(
     .description('create an API key; the raw key is printed once and never stored')
     .requiredOption('--name <name>', 'what the key is for')
     .option('--expires-at <date>', 'RFC 3339 expiry', asDate)
-    .action(async (account: string, opts: { name: string; expiresAt?: Date | null }) => {
+    .addOption(actorOption())
+    .action(async (account: string, opts: { name: string; expiresAt?: Date | null; actor?: string }) => {
       const created = await withService(async (s) => {
         const acc = await s.getAccount(account);
-        return s.createKey(acc.id, { name: opts.name, expiresAt: opts.expiresAt ?? null, createdBy: 'cli' });
+        return s.createKey(
+          acc.id,
+          { name: opts.name, expiresAt: opts.expiresAt ?? null },
+          commandActor(opts),
+        );
       });
       json(presentCreatedKey(created));
     });
@@ -116,8 +144,11 @@ export function registerAccountCommands(
   keys
     .command('revoke <account> <keyId>')
     .description('revoke an API key (refused on every replica within 5 s)')
-    .action(async (account: string, keyId: string) => {
-      const revoked = await withService(async (s) => s.revokeKey((await s.getAccount(account)).id, keyId));
+    .addOption(actorOption())
+    .action(async (account: string, keyId: string, opts: { actor?: string }) => {
+      const revoked = await withService(async (s) =>
+        s.revokeKey((await s.getAccount(account)).id, keyId, commandActor(opts)),
+      );
       json(presentApiKey(revoked));
     });
 
@@ -129,6 +160,7 @@ export function registerAccountCommands(
     .option('--base-url <url>', 'base URL for the example calls', 'http://localhost:8080')
     .option('--examples <file>', 'more example calls to print (the demo chain writes them)')
     .option('--demo-jwt', 'local mode only: also print a short-lived bearer token (HS secret required)')
+    .addOption(actorOption())
     .action(
       async (opts: {
         orgId: string;
@@ -136,13 +168,14 @@ export function registerAccountCommands(
         baseUrl: string;
         examples?: string;
         demoJwt?: boolean;
+        actor?: string;
       }) => {
         const cfg = config();
         // Read before any write, so a bad file or setting changes nothing.
         const extra = opts.examples ? readExamples(opts.examples) : undefined;
         const token = opts.demoJwt ? demoJwt(cfg.auth.jwt, opts.orgId) : undefined;
         const out = await withService((s) =>
-          s.bootstrap({ orgId: opts.orgId, name: opts.orgId, withKey: opts.key }),
+          s.bootstrap({ orgId: opts.orgId, name: opts.orgId, withKey: opts.key }, commandActor(opts)),
         );
         print(`account      ${out.account.id} (org_id ${out.account.orgId})`);
         print(

@@ -1,3 +1,4 @@
+import { actorOf } from '../audit/actor.js';
 import { defineRoute } from '../http/route.js';
 import { userOf } from '../http/state.js';
 import { presentApiKey, presentApiKeyPage, presentCreatedKey } from './present.js';
@@ -35,12 +36,11 @@ export function accountRoutes(accounts: AccountsService) {
         },
       },
       handler: async (ctx, { body }) => {
-        const user = userOf(ctx);
-        const created = await accounts.createKey(user.accountId, {
-          name: body.name,
-          expiresAt: body.expires_at ? new Date(body.expires_at) : null,
-          createdBy: `jwt:${user.subject}`,
-        });
+        const created = await accounts.createKey(
+          userOf(ctx).accountId,
+          { name: body.name, expiresAt: body.expires_at ? new Date(body.expires_at) : null },
+          actorOf(ctx),
+        );
         return { status: 201 as const, body: presentCreatedKey(created) };
       },
     }),
@@ -70,7 +70,7 @@ export function accountRoutes(accounts: AccountsService) {
       params: keyIdParamsSchema,
       responses: { 200: { description: 'The revoked key', schema: apiKeySchema } },
       handler: async (ctx, { params }) => ({
-        body: presentApiKey(await accounts.revokeKey(userOf(ctx).accountId, params.id)),
+        body: presentApiKey(await accounts.revokeKey(userOf(ctx).accountId, params.id, actorOf(ctx))),
       }),
     }),
   ];

@@ -1,4 +1,4 @@
-import { UniqueConstraintViolationException } from '@mikro-orm/core';
+import { LockMode, UniqueConstraintViolationException } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { LRUCache } from 'lru-cache';
 import { decodeCursor, keysetPage, type Page } from '../platform/cursor.js';
@@ -6,7 +6,16 @@ import { AppError, conflict, notFound } from '../platform/errors.js';
 import { newId } from '../platform/ids.js';
 import type { Orm } from '../db/orm.js';
 import { run, time, type Time } from '../db/sql.js';
+import { actorName, type Actor } from '../audit/actor.js';
 import { displayPrefix, generateApiKey, hashApiKey, isWellFormedApiKey } from './api-key-format.js';
+import {
+  auditAccountCreated,
+  auditEntitlementGrant,
+  auditEntitlementStatus,
+  auditKeyCreated,
+  auditKeyRevoked,
+  entitlementFields,
+} from './audit.js';
 import {
   AccountSchema,
   ApiKeySchema,
@@ -20,6 +29,9 @@ import {
 import type { ApiKeyPrincipal } from '../http/state.js';
 
 export const ENTERPRISE_PLAN = 'enterprise';
+
+/** A row read to be changed: locked until the transaction ends, so concurrent changes audit one by one. */
+const LOCKED = { lockMode: LockMode.PESSIMISTIC_WRITE } as const;
 
 /** A raw-query row: timestamps come back from the driver as strings, not Dates. */
 interface KeyRow {
@@ -101,21 +113,21 @@ export class AccountsService {
     this.unknownKeys = expiringLru(AccountsService.UNKNOWN_KEYS_MAX, options.unknownKeyCacheMs ?? 0);
   }
 
-  async createAccount(input: { name: string; orgId?: string }): Promise<Account> {
-    const em = this.orm.em.fork();
-    const account = em.create(AccountSchema, {
-      id: newId('acc'),
-      name: input.name,
-      orgId: input.orgId ?? input.name,
-    });
+  /** Creates an account; `account.created` in the audit log, in the same transaction. */
+  async createAccount(input: { name: string; orgId?: string }, actor: Actor): Promise<Account> {
+    const orgId = input.orgId ?? input.name;
     try {
-      await em.persist(account).flush();
+      return await this.orm.em.fork().transactional(async (em) => {
+        const account = em.create(AccountSchema, { id: newId('acc'), name: input.name, orgId });
+        await em.persist(account).flush();
+        await auditAccountCreated(em, actor, account);
+        return account;
+      });
     } catch (err) {
       if (err instanceof UniqueConstraintViolationException)
-        throw conflict(`An account with org_id "${account.orgId}" already exists.`);
+        throw conflict(`An account with org_id "${orgId}" already exists.`);
       throw err;
     }
-    return account;
   }
 
   /** Finds an account by its id (`acc_…`) or its org_id. */
@@ -130,41 +142,53 @@ export class AccountsService {
     return this.orm.em.fork().findOne(AccountSchema, { orgId });
   }
 
+  /** Grants (or re-activates) the Enterprise entitlement; audited in the same transaction (./audit.ts). */
   async grantEntitlement(
     accountRef: string,
     input: { expiresAt?: Date | null; rateLimitPerMin?: number | null },
+    actor: Actor,
   ): Promise<EnterpriseEntitlement> {
     const account = await this.getAccount(accountRef);
-    const em = this.orm.em.fork();
-    let entitlement = await em.findOne(EntitlementSchema, { account: account.id, plan: ENTERPRISE_PLAN });
-    if (!entitlement) {
-      entitlement = em.create(EntitlementSchema, {
-        id: newId('ent'),
-        account: account.id,
-        plan: ENTERPRISE_PLAN,
-        status: 'active',
-        expiresAt: input.expiresAt ?? null,
-        rateLimitPerMin: input.rateLimitPerMin ?? null,
-      });
-    } else {
-      entitlement.status = 'active';
-      if (input.expiresAt !== undefined) entitlement.expiresAt = input.expiresAt;
-      if (input.rateLimitPerMin !== undefined) entitlement.rateLimitPerMin = input.rateLimitPerMin;
-    }
-    await em.persist(entitlement).flush();
+    const entitlement = await this.orm.em.fork().transactional(async (em) => {
+      let row = await em.findOne(EntitlementSchema, { account: account.id, plan: ENTERPRISE_PLAN }, LOCKED);
+      const before = row ? entitlementFields(row) : null;
+      if (!row) {
+        row = em.create(EntitlementSchema, {
+          id: newId('ent'),
+          account: account.id,
+          plan: ENTERPRISE_PLAN,
+          status: 'active',
+          expiresAt: input.expiresAt ?? null,
+          rateLimitPerMin: input.rateLimitPerMin ?? null,
+        });
+      } else {
+        row.status = 'active';
+        if (input.expiresAt !== undefined) row.expiresAt = input.expiresAt;
+        if (input.rateLimitPerMin !== undefined) row.rateLimitPerMin = input.rateLimitPerMin;
+      }
+      await em.persist(row).flush();
+      await auditEntitlementGrant(em, actor, account.id, before, row);
+      return row;
+    });
     return this.entitlementOf(account.id, entitlement);
   }
 
+  /** Suspends or revokes the entitlement: `entitlement.suspended` / `entitlement.revoked`, when it changes. */
   async setEntitlementStatus(
     accountRef: string,
     status: 'suspended' | 'revoked',
+    actor: Actor,
   ): Promise<EnterpriseEntitlement> {
     const account = await this.getAccount(accountRef);
-    const em = this.orm.em.fork();
-    const entitlement = await em.findOne(EntitlementSchema, { account: account.id, plan: ENTERPRISE_PLAN });
-    if (!entitlement) throw notFound(`An Enterprise entitlement of account "${accountRef}"`);
-    entitlement.status = status;
-    await em.flush();
+    const entitlement = await this.orm.em.fork().transactional(async (em) => {
+      const row = await em.findOne(EntitlementSchema, { account: account.id, plan: ENTERPRISE_PLAN }, LOCKED);
+      if (!row) throw notFound(`An Enterprise entitlement of account "${accountRef}"`);
+      const before = row.status;
+      row.status = status;
+      await em.flush();
+      await auditEntitlementStatus(em, actor, account.id, before, row);
+      return row;
+    });
     return this.entitlementOf(account.id, entitlement);
   }
 
@@ -174,9 +198,11 @@ export class AccountsService {
     return entitlement ? this.entitlementOf(accountId, entitlement) : null;
   }
 
+  /** A new key (its `created_by` names the actor); `api_key.created` in the same transaction. */
   async createKey(
     accountId: string,
-    input: { name: string; expiresAt?: Date | null; createdBy: string },
+    input: { name: string; expiresAt?: Date | null },
+    actor: Actor,
   ): Promise<CreatedKey> {
     if (input.expiresAt && input.expiresAt.getTime() <= Date.now())
       throw new AppError('invalid_request', 'expires_at must be in the future.', {
@@ -191,11 +217,12 @@ export class AccountsService {
         name: input.name,
         prefix: displayPrefix(raw),
         keyHash: hashApiKey(raw),
-        createdBy: input.createdBy,
+        createdBy: actorName(actor),
         expiresAt: input.expiresAt ?? null,
         revokedAt: null,
       });
       await em.persist(created).flush();
+      await auditKeyCreated(em, actor, accountId, created);
       return created;
     });
     return { key: raw, view: this.keyInfo(record) };
@@ -251,15 +278,21 @@ export class AccountsService {
     );
   }
 
-  /** Revokes a key of this account; another account's key id is simply not found. Idempotent. */
-  async revokeKey(accountId: string, keyId: string): Promise<ApiKeyInfo> {
-    const em = this.orm.em.fork();
-    const key = await em.findOne(ApiKeySchema, { id: keyId, account: accountId });
-    if (!key) throw notFound(`API key "${keyId}"`);
-    if (!key.revokedAt) {
-      key.revokedAt = new Date();
+  /**
+   * Revokes a key of this account; another account's key id is simply not found. Idempotent: only the
+   * revocation itself is audited (`api_key.revoked`, in its transaction).
+   */
+  async revokeKey(accountId: string, keyId: string, actor: Actor): Promise<ApiKeyInfo> {
+    const key = await this.orm.em.fork().transactional(async (em) => {
+      const row = await em.findOne(ApiKeySchema, { id: keyId, account: accountId }, LOCKED);
+      if (!row) throw notFound(`API key "${keyId}"`);
+      if (row.revokedAt) return row;
+      const before = this.keyInfo(row).status;
+      row.revokedAt = new Date();
       await em.flush();
-    }
+      await auditKeyRevoked(em, actor, accountId, row, before);
+      return row;
+    });
     // At once in this process; other replicas drop their copy within keyCacheMs.
     this.knownKeys?.delete(key.keyHash);
     return this.keyInfo(key);
@@ -320,15 +353,13 @@ export class AccountsService {
   }
 
   /** Idempotent demo set-up: the account, an active entitlement, and (when asked) a fresh key. */
-  async bootstrap(input: { orgId: string; name: string; withKey: boolean }) {
-    const account = (await this.findAccountByOrgId(input.orgId)) ?? (await this.createAccount(input));
+  async bootstrap(input: { orgId: string; name: string; withKey: boolean }, actor: Actor) {
+    const account = (await this.findAccountByOrgId(input.orgId)) ?? (await this.createAccount(input, actor));
     const current = await this.getEntitlement(account.id);
     const entitlement = current?.active
       ? current
-      : await this.grantEntitlement(account.id, { expiresAt: null });
-    const created = input.withKey
-      ? await this.createKey(account.id, { name: 'bootstrap', createdBy: 'cli:bootstrap' })
-      : null;
+      : await this.grantEntitlement(account.id, { expiresAt: null }, actor);
+    const created = input.withKey ? await this.createKey(account.id, { name: 'bootstrap' }, actor) : null;
     return { account, entitlement, created };
   }
 

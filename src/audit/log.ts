@@ -50,14 +50,15 @@ const json = (v: Record<string, unknown> | null | undefined): string | null =>
 
 /**
  * Appends a record. Call it with the transaction's manager that makes the change, so the record and the
- * change commit (or roll back) together.
+ * change commit (or roll back) together. `at` is the transaction's time cut to the millisecond, the
+ * precision of the API's cursors and of the export's keyset (a finer time would skip or repeat records).
  */
 export async function recordAudit(db: Db, actor: Actor, entry: AuditEntry): Promise<void> {
   await run(
     db,
     `insert into audit_log (id, account_id, at, actor_type, actor_id, actor_label, action, resource_type,
         resource_id, request_id, client_address, before, after)
-     values (?, ?, now(), ?, ?, ?, ?, ?, ?, ?, ?, ?::jsonb, ?::jsonb)`,
+     values (?, ?, date_trunc('milliseconds', now()), ?, ?, ?, ?, ?, ?, ?, ?, ?::jsonb, ?::jsonb)`,
     [
       newId('aud'),
       entry.accountId,

@@ -114,6 +114,7 @@ export function networksFromConfig(chains: ChainsConfig): ConfiguredNetwork[] {
  */
 export class ChainProviders {
   private readonly clients = new Map<NetworkDef, JsonRpcClient>();
+  private readonly rates = new Map<NetworkDef, number>();
   private readonly view: NetworkRegistryView;
 
   static fromConfig(chains: ChainsConfig, deps: ChainProvidersDeps = {}): ChainProviders {
@@ -124,6 +125,7 @@ export class ChainProviders {
   constructor(networks: readonly ConfiguredNetwork[], deps: ChainProvidersDeps = {}) {
     for (const n of networks) {
       if (n.urls.length === 0) continue;
+      this.rates.set(n.def, n.tuning.ratePerS);
       n.urls.forEach((url, index) => {
         // Allowed (an in-VPC node often has no TLS), but said once: the provider is named, never the URL.
         if (url.startsWith('http:') && !isLoopbackUrl(url))
@@ -166,6 +168,11 @@ export class ChainProviders {
    */
   resolve(chain: string | undefined, network: string | undefined): NetworkDef {
     return resolveNetwork(chain, network, this.view);
+  }
+
+  /** Calls per second each provider URL of `network` takes (`rate_per_s`); 0: unlimited or unconfigured. */
+  ratePerS(network: NetworkDef): number {
+    return this.rates.get(network) ?? 0;
   }
 
   solana(network: NetworkDef): SolanaRpc {

@@ -91,11 +91,47 @@ export const endpointDisabledDataSchema = z
   })
   .meta({ id: 'WebhookEndpointDisabledEventData' });
 
+// ---- the screening ------------------------------------------------------------------------------------
+
+/**
+ * A bulk screening as `GET /api/v1/screenings/{id}` serves it (declared here, below screenings, because a
+ * `screening.completed` event's `data.screening` is that object).
+ */
+export const screeningSummarySchema = z
+  .object({
+    id: z.string(),
+    status: z.enum(['queued', 'running', 'completed']).meta({
+      description:
+        '`queued` (waiting its turn: one `state`/`full` screening runs at a time per account), `running`, ' +
+        '`completed`.',
+    }),
+    depth: z.enum(['lists', 'state', 'full']),
+    total: z.int().meta({ description: 'Targets given.' }),
+    invalid: z.int().meta({ description: 'Targets refused at submission (never screened).' }),
+    processed: z.int().meta({ description: 'Valid targets screened so far (at most total − invalid).' }),
+    progress: z.number().meta({ description: 'processed / (total − invalid), 0–1.' }),
+    counts: z.object({
+      by_level: z.record(z.enum(RISK_LEVELS), z.int()),
+      by_decision: z.record(z.enum(['allow', 'warn', 'block']), z.int()),
+      incomplete: z.int(),
+    }),
+    created_by: z.string(),
+    created_at: z.string(),
+    started_at: z.string().nullable(),
+    completed_at: z.string().nullable(),
+  })
+  .meta({ id: 'Screening' });
+
+export const screeningCompletedDataSchema = z
+  .object({ screening: screeningSummarySchema })
+  .meta({ id: 'ScreeningCompletedEventData' });
+
 /** Every event type with the schema of its `data`. */
 export const EVENT_DATA = {
   'watchlist.alert': watchlistAlertDataSchema,
   'webhook.test': webhookTestDataSchema,
   'webhook.endpoint_disabled': endpointDisabledDataSchema,
+  'screening.completed': screeningCompletedDataSchema,
 } as const;
 export type EventType = keyof typeof EVENT_DATA;
 export const EVENT_TYPES = Object.keys(EVENT_DATA) as [EventType, ...EventType[]];
@@ -120,6 +156,7 @@ export const eventSchema = z
     eventOf('watchlist.alert'),
     eventOf('webhook.test'),
     eventOf('webhook.endpoint_disabled'),
+    eventOf('screening.completed'),
   ])
   .meta({ id: 'Event', description: 'An event; `type` says what `data` holds.' });
 export type EventBody = z.infer<typeof eventSchema>;

@@ -1,5 +1,6 @@
 import Koa, { type Context, type Next } from 'koa';
 import './state.js';
+import type { UsageDetail } from './state.js';
 import Router from '@koa/router';
 import { koaBody } from 'koa-body';
 import type { Redis } from 'ioredis';
@@ -26,6 +27,8 @@ export interface FinishedCall {
   apiKeyPrefix: string;
   /** The id the response carried (see UsageEntry.request_id). */
   requestId: string;
+  /** What the call was about, as its handler said (`ctx.state.usageDetail`): its target, the targets it carried. */
+  detail?: UsageDetail;
 }
 
 /** Where finished API-key calls go (the usage feature's recorder): never a wait on the request path. */
@@ -113,6 +116,7 @@ function edge(metrics: Metrics, logger: Logger, usage: CallRecorder) {
         apiKeyId: key.keyId,
         apiKeyPrefix: key.keyPrefix,
         requestId: ctx.state.requestId,
+        detail: ctx.state.usageDetail,
       });
     const level = ctx.status >= 500 ? 'warn' : ctx.status >= 400 ? 'info' : 'debug';
     if (logger.isLevelEnabled(level))
@@ -145,7 +149,8 @@ function edge(metrics: Metrics, logger: Logger, usage: CallRecorder) {
  */
 function routeHandler(spec: RouteSpec, deps: AppDeps, rateLimit: ReturnType<typeof rateLimiter>) {
   const authenticate = spec.auth === 'none' ? undefined : authenticator(spec.auth, deps.auth);
-  const limit = spec.auth === 'api_key' ? rateLimit : undefined;
+  const limit = spec.auth === 'api_key' ? rateLimit.take : undefined;
+  const cost = spec.auth === 'api_key' ? spec.rateCost : undefined;
   const readBody = spec.body ? jsonBody(spec.bodyLimitKb ?? deps.bodyLimitKb) : undefined;
   return async (ctx: Context): Promise<void> => {
     ctx.state.route = spec.path;
@@ -157,6 +162,7 @@ function routeHandler(spec: RouteSpec, deps: AppDeps, rateLimit: ReturnType<type
       params: spec.params ? parseOrThrow(spec.params, ctx.params, 'path') : undefined,
       body: spec.body ? parseOrThrow(spec.body, ctx.request.body, 'body') : undefined,
     };
+    if (cost && cost(input.body) > 1) await rateLimit.takeMore(ctx, cost(input.body) - 1);
     const result = await spec.handler(ctx, input);
     ctx.status = result.status ?? 200;
     if (result.headers) ctx.set(result.headers);

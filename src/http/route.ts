@@ -57,6 +57,11 @@ export interface RouteSpec<
   body?: B;
   /** Larger body limit than the default, in KiB (e.g. bulk imports). */
   bodyLimitKb?: number;
+  /**
+   * API-key routes whose call costs more than one rate-limit point (a bulk call): the points the valid
+   * body costs in all. The first is taken before the body is read, the rest once it is validated.
+   */
+  rateCost?: (body: z.infer<B>) => number;
   query?: Q;
   params?: P;
   responses: R;

@@ -71,6 +71,29 @@ export const JOBS = {
     attempts: 3,
     backoff: { type: 'exponential', delay: 5000 },
   }),
+  /** Daily: screenings (and their results) older than `screenings.retention_days`. */
+  'screenings-prune': scheduled('screenings_prune_cron', {
+    attempts: 3,
+    backoff: { type: 'exponential', delay: 5000 },
+  }),
+  /**
+   * An account's next screening: starts every queued `lists` screening, and the oldest queued `state` /
+   * `full` one unless one is running (one at a time per account), by enqueuing its chunks. Deduplicated
+   * per account; enqueued on submission and when a screening completes.
+   */
+  'screening-start': {
+    payload: z.object({ account_id: z.string().max(40) }),
+    options: { attempts: 5, backoff: { type: 'exponential', delay: 1000 } },
+  },
+  /** Targets `[from_seq, to_seq)` of one screening (at most 1,000): screened and written in one transaction. */
+  'screening-chunk': {
+    payload: z.object({
+      screening_id: z.string().max(40),
+      from_seq: z.int().min(0),
+      to_seq: z.int().min(1),
+    }),
+    options: { attempts: 8, backoff: { type: 'exponential', delay: 2000 } },
+  },
 } as const;
 
 export type JobName = keyof typeof JOBS;

@@ -1,6 +1,7 @@
 import { createReadStream } from 'node:fs';
 import { access, constants } from 'node:fs/promises';
 import { InvalidArgumentError, Option, type Command } from 'commander';
+import { actorOption, commandActor } from '../audit/operator.js';
 import { networksFromConfig } from '../chains/providers.js';
 import { AppError } from '../platform/errors.js';
 import type { Connect } from '../db/orm.js';
@@ -18,6 +19,13 @@ import { ListsService } from './service.js';
 import type { ListsCommandsConfig as Config } from './settings.js';
 
 type Print = (line: string) => void;
+
+interface ImportOptions {
+  format: SanctionsFormat;
+  source?: string;
+  asOf?: string;
+  actor?: string;
+}
 
 /** What an OFAC SDN import is called unless --source says otherwise. */
 export const OFAC_SDN_SOURCE = 'OFAC SDN';
@@ -85,7 +93,8 @@ export function registerListCommands(
       "the list's publication date, YYYY-MM-DD (default: the XML's DateOfIssue; for csv, today)",
       asDay,
     )
-    .action(async (file: string, opts: { format: SanctionsFormat; source?: string; asOf?: string }) => {
+    .addOption(actorOption())
+    .action(async (file: string, opts: ImportOptions) => {
       const source = opts.source ?? (opts.format === 'ofac-sdn-xml' ? OFAC_SDN_SOURCE : undefined);
       if (!source)
         throw new AppError(
@@ -106,7 +115,7 @@ export function registerListCommands(
           `${file} has no DateOfIssue: give the list's date with --as-of.`,
         );
       const result = await withService((s) =>
-        s.importSanctions({ source, listAsOf, records: parsed.records }),
+        s.importSanctions({ source, listAsOf, records: parsed.records }, commandActor(opts)),
       );
       json(presentSanctionsImport(result));
     });

@@ -1,3 +1,4 @@
+import { actorOf } from '../audit/actor.js';
 import { defineRoute } from '../http/route.js';
 import { apiKeyOf } from '../http/state.js';
 import { presentListEntry, presentListEntryPage } from './present.js';
@@ -67,8 +68,7 @@ export function listRoutes(lists: ListsService) {
         },
       },
       handler: async (ctx, { params, body }) => {
-        const key = apiKeyOf(ctx);
-        const entry = await lists.addEntry(key.accountId, params.list, body, `api_key:${key.keyId}`);
+        const entry = await lists.addEntry(apiKeyOf(ctx).accountId, params.list, body, actorOf(ctx));
         return { status: 201 as const, body: presentListEntry(entry) };
       },
     }),
@@ -86,7 +86,9 @@ export function listRoutes(lists: ListsService) {
         404: { description: 'Not found: no such entry on this list of the account, or no such list' },
       },
       handler: async (ctx, { params }) => ({
-        body: presentListEntry(await lists.removeEntry(apiKeyOf(ctx).accountId, params.list, params.id)),
+        body: presentListEntry(
+          await lists.removeEntry(apiKeyOf(ctx).accountId, params.list, params.id, actorOf(ctx)),
+        ),
       }),
     }),
   ];

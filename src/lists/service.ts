@@ -1,5 +1,7 @@
 import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { actorName, operatorActor, type Actor } from '../audit/actor.js';
+import { recordAudit } from '../audit/log.js';
 import { inferChainFromAddress, parseAddress } from '../chains/addresses.js';
 import { clip, resolveNetwork, type NetworkDef } from '../chains/registry.js';
 import { keysetPage, type Page } from '../platform/cursor.js';
@@ -9,8 +11,19 @@ import type { Orm } from '../db/orm.js';
 import { run, time, Where, type Time } from '../db/sql.js';
 import { displayAddress, normaliseAddress } from './addresses.js';
 import { LIST_NAMES, ListEntrySchema, type ListEntry, type ListName } from './entities.js';
+import {
+  checkEntryCeiling,
+  ENTRY_COLUMNS,
+  entryAudit,
+  entryOf,
+  findCoveringEntry,
+  insertEntryIfAbsent,
+  type EntryRow,
+} from './entry-rows.js';
 import type { SanctionRecord } from './sanctions-files.js';
 import type { ListEntriesQuery, ListEntryBody, NewListEntry, SanctionMatchBody } from './schemas.js';
+
+export type { ListEntry, ListName } from './entities.js';
 
 /** A sanctions list that names an address. */
 export interface SanctionMatch {
@@ -53,18 +66,6 @@ export interface SanctionsSource {
   byCurrency: Map<string, number>;
 }
 
-/** A raw-query row of list_entries (through row_to_json too: timestamps may arrive as strings). */
-interface EntryRow {
-  id: string;
-  list: ListName;
-  chain: string | null;
-  target: string;
-  label: string | null;
-  reason: string | null;
-  created_at: Time;
-  created_by: string;
-}
-
 interface SanctionRow {
   source: string;
   currency: string;
@@ -73,7 +74,6 @@ interface SanctionRow {
   list_as_of: string;
 }
 
-const ENTRY_COLUMNS = 'id, list, chain, target, label, reason, created_at, created_by';
 /** list_as_of as text: a `date` must not pass through a JS Date (and the server's time zone). */
 const SANCTION_COLUMNS = `source, currency, entity_name, entity_uid, to_char(list_as_of, 'YYYY-MM-DD') as list_as_of`;
 /** Rows per INSERT of an import (one JSON parameter each). */
@@ -84,18 +84,6 @@ export function listName(list: string): ListName {
   if ((LIST_NAMES as readonly string[]).includes(list)) return list as ListName;
   throw new AppError('not_found', `List "${clip(list)}" was not found: the lists are deny and allow.`);
 }
-
-const entryOf = (row: EntryRow, accountId: string): ListEntry => ({
-  id: row.id,
-  accountId,
-  list: row.list,
-  chain: row.chain,
-  target: row.target,
-  label: row.label,
-  reason: row.reason,
-  createdAt: time(row.created_at),
-  createdBy: row.created_by,
-});
 
 const sanctionMatch = (r: SanctionRow): SanctionMatch => ({
   source: r.source,
@@ -174,19 +162,15 @@ export class ListsService {
    * Adds a target to a list. With a chain or network the target must be an address of that chain and the
    * entry applies there; without either, the address format decides the validation (`0x…` EVM, base58
    * Solana) and the entry applies on every chain. The same target twice on one list and chain → conflict.
+   * Audited (`list_entry.added`) in the same transaction.
    */
-  async addEntry(
-    accountId: string,
-    list: string,
-    input: NewListEntry,
-    createdBy: string,
-  ): Promise<ListEntry> {
+  async addEntry(accountId: string, list: string, input: NewListEntry, actor: Actor): Promise<ListEntry> {
     const name = listName(list);
     const { chain, target } = this.resolveTarget(input);
     let entry: ListEntry;
     try {
       entry = await this.orm.em.fork().transactional(async (em) => {
-        await this.checkEntryCeiling(em, accountId);
+        await checkEntryCeiling(em, accountId, this.limits.maxEntriesPerAccount);
         const created = em.create(ListEntrySchema, {
           id: newId('lst'),
           accountId,
@@ -195,9 +179,10 @@ export class ListsService {
           target,
           label: input.label || null,
           reason: input.reason || null,
-          createdBy,
+          createdBy: actorName(actor),
         });
         await em.persist(created).flush();
+        await this.audit(em, actor, 'list_entry.added', created);
         return created;
       });
     } catch (err) {
@@ -216,38 +201,73 @@ export class ListsService {
   }
 
   /**
-   * Refuses a new entry when the account's deny and allow lists together already hold the ceiling: the
-   * risk engine keeps an account's lists in memory (ListsCache), so this bounds what one account costs
-   * every replica. Runs in the adding transaction behind a per-account advisory lock, so concurrent adds
-   * are counted one after the other and cannot pass the ceiling together.
+   * Puts a target on a list inside the caller's transaction `em` (feedback applied to a list, …): the entry
+   * of (account, list, chain, target) when there is one, or the target's every-chain entry on that list,
+   * which covers the chain too (`created: false`, no 409, nothing audited), else a new one, within the
+   * per-account ceiling (`limit_exceeded`), audited `list_entry.added` in `em`. The
+   * target and chain are checked as addEntry checks them. No statement fails on a duplicate, so the caller's
+   * transaction survives a race with another writer. The caller tells the risk engine after its commit:
+   * `changed(accountId)`.
    */
-  private async checkEntryCeiling(em: EntityManager, accountId: string): Promise<void> {
-    const max = this.limits.maxEntriesPerAccount;
-    if (max === undefined) return;
-    await em.execute('select pg_advisory_xact_lock(hashtext(?))', [`riskwatch:list-entries:${accountId}`]);
-    const [counted] = await em.execute<{ n: number; account_name: string | null }[]>(
-      `select count(*)::int as n, (select name from accounts where id = ?) as account_name
-         from list_entries where account_id = ?`,
-      [accountId, accountId],
-    );
-    const n = counted?.n ?? 0;
-    if (n >= max)
-      throw new AppError(
-        'limit_exceeded',
-        `Account ${counted?.account_name ?? accountId} already has ${n} entries on its deny and allow lists; ` +
-          `the limit is ${max} (lists.max_entries_per_account / RISKWATCH_MAX_LIST_ENTRIES_PER_ACCOUNT). ` +
-          'Remove entries to add others.',
-      );
+  async ensureEntry(
+    em: EntityManager,
+    accountId: string,
+    list: string,
+    input: Pick<NewListEntry, 'target' | 'chain' | 'network' | 'label' | 'reason'>,
+    actor: Actor,
+  ): Promise<{ entry: ListEntry; created: boolean }> {
+    const key = { list: listName(list), ...this.resolveTarget(input) };
+    const existing = await findCoveringEntry(em, accountId, key);
+    if (existing) return { entry: existing, created: false };
+    await checkEntryCeiling(em, accountId, this.limits.maxEntriesPerAccount);
+    const row = {
+      ...key,
+      label: input.label || null,
+      reason: input.reason || null,
+      createdBy: actorName(actor),
+    };
+    const created = await insertEntryIfAbsent(em, accountId, row);
+    if (!created) {
+      // Another transaction added it meanwhile (and committed: ON CONFLICT waited for it).
+      const theirs = await findCoveringEntry(em, accountId, key);
+      if (theirs) return { entry: theirs, created: false };
+      throw new AppError('conflict', 'The list entry changed meanwhile; try again.');
+    }
+    await this.audit(em, actor, 'list_entry.added', created);
+    return { entry: created, created: true };
   }
 
-  /** Removes an entry of this account's list; another account's entry (or another list's) is not found. */
-  async removeEntry(accountId: string, list: string, id: string): Promise<ListEntry> {
-    const em = this.orm.em.fork();
-    const entry = await em.findOne(ListEntrySchema, { id, accountId, list: listName(list) });
-    if (!entry) throw notFound(`List entry "${clip(id)}"`);
-    await em.remove(entry).flush();
+  /** Tells the risk engine (every replica) that the account's lists changed: after a commit of ensureEntry. */
+  changed(accountId: string): Promise<void> {
+    return this.onChange({ accountId });
+  }
+
+  /**
+   * Removes an entry of this account's list, audited (`list_entry.removed`) in the same transaction;
+   * another account's entry (or another list's) is not found.
+   */
+  async removeEntry(accountId: string, list: string, id: string, actor: Actor): Promise<ListEntry> {
+    const name = listName(list);
+    const entry = await this.orm.em.fork().transactional(async (em) => {
+      const found = await em.findOne(ListEntrySchema, { id, accountId, list: name });
+      if (!found) throw notFound(`List entry "${clip(id)}"`);
+      await em.remove(found).flush();
+      await this.audit(em, actor, 'list_entry.removed', found);
+      return found;
+    });
     await this.onChange({ accountId });
     return entry;
+  }
+
+  private audit(em: EntityManager, actor: Actor, action: string, entry: ListEntry): Promise<void> {
+    const view = entryAudit(entry);
+    return recordAudit(em, actor, {
+      accountId: entry.accountId,
+      action,
+      resourceType: 'list_entry',
+      resourceId: entry.id,
+      ...(action === 'list_entry.removed' ? { before: view } : { after: view }),
+    });
   }
 
   private resolveTarget(input: NewListEntry): { chain: string | null; target: string } {
@@ -266,12 +286,12 @@ export class ListsService {
    * Replaces every row of `source` with `records`, in one transaction: a de-listed address disappears, and
    * importing the same file twice leaves the same rows. Imports of one source are serialised. An empty
    * record set is refused rather than taken as "the list is now empty" (a truncated or wrong file).
+   * Audited (`sanctions.imported`, no account; the operator `actor`) in the same transaction.
    */
-  async importSanctions(input: {
-    source: string;
-    listAsOf: string;
-    records: SanctionRecord[];
-  }): Promise<SanctionsImport> {
+  async importSanctions(
+    input: { source: string; listAsOf: string; records: SanctionRecord[] },
+    actor: Actor = operatorActor(),
+  ): Promise<SanctionsImport> {
     const key = (r: { currency: string; address: string }) => `${r.currency}\u0000${r.address}`;
     const unique = new Map<string, SanctionRecord>();
     for (const r of input.records) if (!unique.has(key(r))) unique.set(key(r), r);
@@ -304,12 +324,20 @@ export class ListsService {
       const byCurrency = new Map<string, number>();
       for (const r of rows) byCurrency.set(r.currency, (byCurrency.get(r.currency) ?? 0) + 1);
       const added = rows.filter((r) => !before.has(key(r))).length;
+      const removed = before.size - (rows.length - added);
+      await recordAudit(em, actor, {
+        accountId: null,
+        action: 'sanctions.imported',
+        resourceType: 'sanctions_source',
+        resourceId: input.source,
+        after: { source: input.source, list_as_of: input.listAsOf, total: rows.length, added, removed },
+      });
       return {
         source: input.source,
         listAsOf: input.listAsOf,
         total: rows.length,
         added,
-        removed: before.size - (rows.length - added),
+        removed,
         byCurrency: new Map([...byCurrency].sort(([a], [b]) => a.localeCompare(b))),
       };
     });

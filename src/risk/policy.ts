@@ -1,3 +1,5 @@
+import { clip } from '../chains/registry.js';
+import { AppError } from '../platform/errors.js';
 import type { RiskLevel } from './scoring.js';
 
 export const INTENTS = ['sign', 'approve', 'transfer', 'interact'] as const;
@@ -27,4 +29,17 @@ export function decide(input: {
   if (input.allowlisted) return 'allow';
   const decision: Decision = input.level === 'critical' ? 'block' : input.level === 'low' ? 'allow' : 'warn';
   return input.complete ? decision : stricter(decision, input.failMode);
+}
+
+/** `value` if it is one of `allowed`, else a 400 with `code` naming the field and the allowed values. */
+export function oneOf<T extends string>(
+  allowed: readonly T[],
+  value: string,
+  code: 'unsupported_target_type' | 'unsupported_intent',
+  path: string,
+): T {
+  if ((allowed as readonly string[]).includes(value)) return value as T;
+  throw new AppError(code, `${path} "${clip(value)}" is not supported: use one of ${allowed.join(', ')}.`, {
+    errors: [{ path, message: `expected one of ${allowed.join(', ')}` }],
+  });
 }

@@ -1,3 +1,4 @@
+import type { Context } from 'koa';
 import { defineRoute } from '../http/route.js';
 import type { ImpactService } from '../impact/service.js';
 import { apiKeyOf, userOf } from '../http/state.js';
@@ -21,6 +22,16 @@ import { preflightBody, preflightSchema } from './preflight-schemas.js';
 import type { RiskService } from './service.js';
 
 /**
+ * What the call's usage record says it was about (`POST /api/v1/feedback` names a call by its request id
+ * and acts on its target): the request's own target first, so a call that fails still says it, then the
+ * verdict's (EIP-55, chain and network resolved). A field set on the request state, no await: the usage
+ * recorder carries it when the call finishes.
+ */
+function about(ctx: Context, target: string | undefined, chain?: string, network?: string): void {
+  ctx.state.usageDetail = { target, chain, network };
+}
+
+/**
  * The risk engine over HTTP: risk-v2, scan/token and shield preflight (docs/risk.md; shapes in the
  * OpenAPI). Each handler asks the engine for a verdict, counts what was answered, and presents it.
  */
@@ -42,11 +53,13 @@ export function riskRoutes(risk: RiskService, impact: ImpactService) {
       body: riskV2Body,
       responses: { 200: { description: 'The assessment', schema: assessmentSchema } },
       handler: async (ctx, { body }) => {
+        about(ctx, body.target, body.chain, body.network);
         const verdict = await risk.evaluate(
           userOf(ctx).accountId,
           { address: body.target, chain: body.chain, network: body.network },
           { targetType: body.target_type },
         );
+        about(ctx, verdict.target, verdict.network.chain, verdict.network.network);
         countAnswered(impact, 'assessments', verdict);
         return { body: presentAssessment(verdict) };
       },
@@ -80,11 +93,13 @@ export function riskRoutes(risk: RiskService, impact: ImpactService) {
         },
       },
       handler: async (ctx, { body }) => {
+        about(ctx, body.mint, body.chain, body.network);
         const verdict = await risk.scanToken(apiKeyOf(ctx).accountId, {
           address: body.mint,
           chain: body.chain,
           network: body.network,
         });
+        about(ctx, verdict.target, verdict.network.chain, verdict.network.network);
         countAnswered(impact, 'token_scans', verdict);
         return { body: presentTokenScan(verdict) };
       },
@@ -114,11 +129,13 @@ export function riskRoutes(risk: RiskService, impact: ImpactService) {
         503: { description: '`provider_unavailable`: the approvals could not be read at all (retryable)' },
       },
       handler: async (ctx, { query }) => {
+        about(ctx, query.target, query.chain, query.network);
         const verdict = await risk.walletApprovals(apiKeyOf(ctx).accountId, {
           address: query.target,
           chain: query.chain,
           network: query.network,
         });
+        about(ctx, verdict.target, verdict.network.chain, verdict.network.network);
         return { body: presentApprovals(verdict) };
       },
     }),
@@ -145,7 +162,12 @@ export function riskRoutes(risk: RiskService, impact: ImpactService) {
       responses: { 200: { description: 'The decision', schema: preflightSchema } },
       bodyLimitKb: 256,
       handler: async (ctx, { body }) => {
+        // A payload preflight without a target judged the payload's counterparties, not one target of the
+        // caller's: its usage record names none (the chain and network it ran on still).
+        about(ctx, body.target, body.chain, body.network);
         const verdict = await risk.preflight(apiKeyOf(ctx).accountId, body);
+        const target = body.target === undefined ? undefined : (verdict.target ?? body.target);
+        about(ctx, target, verdict.network.chain, verdict.network.network);
         countAnswered(impact, 'preflights', verdict);
         return { body: presentPreflight(verdict) };
       },

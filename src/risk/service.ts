@@ -20,7 +20,7 @@
 import type { Redis } from 'ioredis';
 import { parseAddress } from '../chains/addresses.js';
 import type { ChainProviders } from '../chains/providers.js';
-import { clip, networkLabel, type NetworkDef } from '../chains/registry.js';
+import { networkLabel, type NetworkDef } from '../chains/registry.js';
 import type { ListsCache } from '../lists/cache.js';
 import { AppError } from '../platform/errors.js';
 import type { Logger } from '../platform/logger.js';
@@ -33,11 +33,12 @@ import type { EvmTokenAnalysis } from './evm/token/analyze.js';
 import type { WalletApprovalsView } from './evm/wallet-approvals.js';
 import { approvalsSince, type ApprovalsSince } from './approvals-since.js';
 import { SOLANA_KNOWN, type SolanaKnownRegistry } from './known/solana.js';
-import { INTENTS } from './policy.js';
+import { INTENTS, oneOf } from './policy.js';
 import type { RiskSettings } from './settings.js';
 import { describeSolanaKind } from './solana/kind.js';
 import type { SolanaTokenAnalysis } from './solana/token/index.js';
 import { Preflights, type PreflightRequest, type PreflightVerdict } from './preflight.js';
+import { Screener } from './screen.js';
 import { TARGET_TYPES, type ChainAnalysis, type TargetType, type VerdictBase } from './types.js';
 
 export type { PreflightRequest, PreflightVerdict } from './preflight.js';
@@ -126,6 +127,8 @@ export class RiskService {
   private readonly analyzer: ChainAnalyzer;
   private readonly cache: AnalysisCache;
   private readonly preflights: Preflights;
+  /** Bulk screenings (screen.ts): targets resolved, read in batches, judged as a transfer. */
+  readonly screener: Screener;
   private readonly walletImplementations: KnownWalletImplementations;
 
   constructor(private readonly deps: RiskServiceDeps) {
@@ -150,6 +153,8 @@ export class RiskService {
       ttlSeconds: deps.settings.cache_ttl_s,
       logger: deps.logger,
     });
+    const failMode = deps.settings.preflight.fail_mode;
+    this.screener = new Screener({ ...deps, walletImplementations, failMode, analyze: this.fullAnalysis });
     this.preflights = new Preflights({
       providers: deps.providers,
       lists: deps.lists,
@@ -334,6 +339,9 @@ export class RiskService {
     );
   }
 
+  private readonly fullAnalysis = (network: NetworkDef, address: string) =>
+    this.chainAnalysis(network, address, 'auto', 'full');
+
   /**
    * The chain analysis of `target` as `subject`, cached or computed within the mode's deadline: full
    * mode uses `risk.deadline_ms` and refuses (`503 provider_unavailable`) a target whose own account
@@ -375,19 +383,6 @@ export class RiskService {
     }
     return fetched;
   }
-}
-
-/** `value` if it is one of `allowed`, else a 400 with `code` naming the field and the allowed values. */
-function oneOf<T extends string>(
-  allowed: readonly T[],
-  value: string,
-  code: 'unsupported_target_type' | 'unsupported_intent',
-  path: string,
-): T {
-  if ((allowed as readonly string[]).includes(value)) return value as T;
-  throw new AppError(code, `${path} "${clip(value)}" is not supported: use one of ${allowed.join(', ')}.`, {
-    errors: [{ path, message: `expected one of ${allowed.join(', ')}` }],
-  });
 }
 
 const isTokenAnalysis = (a: ChainAnalysis): a is SolanaTokenAnalysis =>

@@ -13,6 +13,10 @@ const presentCall = (c: UsageCall): UsageCallBody => ({
   api_key_id: c.apiKeyId,
   api_key_prefix: c.apiKeyPrefix,
   request_id: c.requestId,
+  target: c.target,
+  chain: c.chain,
+  network: c.network,
+  targets: c.targets,
 });
 
 const presentBucket = (b: UsageBucket): UsageBucketBody => ({

@@ -18,6 +18,15 @@ export interface UsageEntry {
    */
   request_id: string;
   at: string;
+  /**
+   * What the call was about (`ctx.state.usageDetail`), only when its handler said: the target of a risk
+   * call with its chain and network, the number of targets of a bulk call. Entries written before these
+   * fields existed have none; the drain stores null then.
+   */
+  target?: string;
+  chain?: string;
+  network?: string;
+  targets?: number;
 }
 
 export const usageStreamKey = (prefix: string) => `${prefix}usage:stream`;
@@ -28,6 +37,8 @@ export const BATCH_FIELD = 'b';
 const FLUSH_MS = 20;
 const BATCH_MAX = 200;
 const RETRY_MAX = 100_000;
+/** usage_records.targets is an int. */
+const INT_MAX = 2 ** 31 - 1;
 
 /**
  * The API side of usage recording. Each finished API-key call becomes an entry in memory; every 20 ms (or
@@ -55,7 +66,7 @@ export class UsageRecorder {
 
   /** Records a finished call of an API-key route; its id and time are minted now. */
   recordCall(call: FinishedCall): void {
-    this.record({
+    const entry: UsageEntry = {
       id: newId('use'),
       account_id: call.accountId,
       api_key_id: call.apiKeyId,
@@ -66,7 +77,17 @@ export class UsageRecorder {
       latency_ms: Math.round(call.latencyMs),
       request_id: call.requestId,
       at: new Date().toISOString(),
-    });
+    };
+    const d = call.detail;
+    if (d) {
+      // Fields set only when given: a call about nothing stays the entry it always was.
+      if (d.target) entry.target = d.target;
+      if (d.chain) entry.chain = d.chain;
+      if (d.network) entry.network = d.network;
+      const n = d.targets;
+      if (n !== undefined && Number.isInteger(n) && n >= 0 && n <= INT_MAX) entry.targets = n;
+    }
+    this.record(entry);
   }
 
   record(entry: UsageEntry): void {

@@ -20,6 +20,12 @@ export interface UsageCall {
   apiKeyId: string;
   apiKeyPrefix: string;
   requestId: string;
+  /** What a risk call was about; null for other calls (and calls recorded before these were kept). */
+  target: string | null;
+  chain: string | null;
+  network: string | null;
+  /** Targets a bulk call carried. */
+  targets: number | null;
 }
 
 /** Counts over the whole filtered range (every page). */
@@ -38,18 +44,22 @@ export interface UsageFilter {
 
 /**
  * Stores calls, each once: a batch replayed after a crash inserts nothing twice. A statement trigger on
- * usage_records adds the calls it inserted to the rollups (see UsageDrain).
+ * usage_records adds the calls it inserted to the rollups (see UsageDrain). An entry without `target`,
+ * `chain`, `network` or `targets` (any call about nothing, and entries streamed before they existed)
+ * stores null there; text longer than its column is cut, so no entry can fail its whole batch.
  */
 export async function insertCalls(db: Db, rows: readonly UsageEntry[]): Promise<void> {
   if (rows.length === 0) return;
   await run(
     db,
     `insert into usage_records
-       (id, account_id, api_key_id, api_key_prefix, method, endpoint, status, latency_ms, request_id, at)
-     select id, account_id, api_key_id, api_key_prefix, method, endpoint, status, latency_ms, request_id, at
+       (id, account_id, api_key_id, api_key_prefix, method, endpoint, status, latency_ms, request_id, at,
+        target, chain, network, targets)
+     select id, account_id, api_key_id, api_key_prefix, method, endpoint, status, latency_ms, request_id, at,
+            left(target, 200), left(chain, 40), left(network, 40), targets
        from jsonb_to_recordset(?::jsonb) as r(id varchar, account_id varchar, api_key_id varchar,
             api_key_prefix varchar, method varchar, endpoint varchar, status smallint, latency_ms int,
-            request_id varchar, at timestamptz)
+            request_id varchar, at timestamptz, target text, chain text, network text, targets int)
      on conflict (id) do nothing`,
     [JSON.stringify(rows)],
   );
@@ -93,9 +103,12 @@ interface AggregateRow {
   call: unknown;
 }
 
-const PAGE_COLUMNS = 'id, at, method, endpoint, status, latency_ms, api_key_id, api_key_prefix, request_id';
+const PAGE_COLUMNS =
+  'id, at, method, endpoint, status, latency_ms, api_key_id, api_key_prefix, request_id, target, chain, ' +
+  'network, targets';
 /** A call of the page as `json_build_array(PAGE_COLUMNS)` gives it. */
-type PageCall = [string, string, string, string, number, number, string, string, string];
+type PageCall = [string, string, string, string, number, number, string, string, string, ...About];
+type About = [target: string | null, chain: string | null, network: string | null, targets: number | null];
 /** The columns of every part, in order, and their types. */
 const COLUMN_TYPES: Record<string, string> = {
   start: 'timestamptz',
@@ -340,8 +353,9 @@ export class UsageRows {
     const calls: UsageCall[] = [];
     for (const r of this.rows) {
       if (r.part !== 'pc') continue;
-      const [id, at, method, endpoint, status, latencyMs, apiKeyId, apiKeyPrefix, requestId] =
+      const [id, at, method, endpoint, status, latencyMs, apiKeyId, apiKeyPrefix, requestId, ...about] =
         r.call as PageCall;
+      const [target, chain, network, targets] = about;
       calls.push({
         id,
         at: time(at),
@@ -352,6 +366,10 @@ export class UsageRows {
         apiKeyId,
         apiKeyPrefix,
         requestId,
+        target,
+        chain,
+        network,
+        targets,
       });
     }
     // `union all` keeps no order between parts: the page's own order (at, id) descending.

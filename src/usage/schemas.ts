@@ -46,6 +46,17 @@ export const usageCallSchema = z.object({
   api_key_id: z.string(),
   api_key_prefix: z.string(),
   request_id: z.string(),
+  target: z
+    .string()
+    .nullable()
+    .meta({
+      description:
+        'The target the call was about (risk-v2, scan/token, preflight, approvals; a payload preflight only ' +
+        'when it named one); `POST /api/v1/feedback` with this `request_id` acts on it. Null for other calls.',
+    }),
+  chain: z.string().nullable().meta({ description: 'The chain of `target`.' }),
+  network: z.string().nullable().meta({ description: 'The network of `target`.' }),
+  targets: z.int().nullable().meta({ description: 'How many targets a bulk call carried; null otherwise.' }),
 });
 export type UsageCallBody = z.infer<typeof usageCallSchema>;
 

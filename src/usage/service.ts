@@ -1,9 +1,20 @@
 import { decodeTimeCursor, keysetPage, type Page } from '../platform/cursor.js';
 import type { Orm } from '../db/orm.js';
+import { run, time, type Time } from '../db/sql.js';
 import { countBuckets, pageEnd, type UsageBucket } from './buckets.js';
 import { pruneCalls, UsageReads, type UsageCall, type UsageFilter, type UsageSummary } from './repository.js';
 import { bucketPlan, decompose, type Grain, type Span } from './rollups.js';
 import type { UsageQuery } from './schemas.js';
+
+/** A recorded call as `POST /api/v1/feedback` names it: by its request id, for what it was about. */
+export interface NamedCall {
+  id: string;
+  at: Date;
+  endpoint: string;
+  target: string | null;
+  chain: string | null;
+  network: string | null;
+}
 
 /** One page of calls, or of buckets with `group_by`, and the summary of the range. */
 export type UsageHistory = { summary: UsageSummary } & (
@@ -60,6 +71,20 @@ export class UsageService {
       summary: rows.summary(),
       ...keysetPage(countBuckets(plan, rows.buckets()), q.limit, (b) => ({ at: b.start.toISOString() })),
     };
+  }
+
+  /**
+   * The account's newest recorded call whose response carried `requestId` (one index range: account,
+   * request id, time); null when there is none, or it is not recorded yet (calls appear within seconds).
+   */
+  async callByRequestId(accountId: string, requestId: string): Promise<NamedCall | null> {
+    const [row] = await run<(Omit<NamedCall, 'at'> & { at: Time })[]>(
+      this.orm,
+      `select id, at, endpoint, target, chain, network from usage_records
+        where account_id = ? and request_id = ? order by at desc, id desc limit 1`,
+      [accountId, requestId],
+    );
+    return row ? { ...row, at: time(row.at) } : null;
   }
 
   /** Deletes calls past the retention window and their rollups (see `pruneCalls`); how many calls went. */

@@ -1,7 +1,9 @@
 import { createReadStream } from 'node:fs';
 import { access, constants, stat } from 'node:fs/promises';
+import { basename } from 'node:path';
 import { Transform, type TransformCallback } from 'node:stream';
 import type { Command } from 'commander';
+import { actorOption, commandActor } from '../audit/operator.js';
 import { CsvError, parse as parseCsv, type Options as CsvOptions } from 'csv-parse';
 import { networksFromConfig } from '../chains/providers.js';
 import { clip, resolveNetwork } from '../chains/registry.js';
@@ -103,9 +105,11 @@ export function registerWatchlistCommands(
     .description(
       'add the addresses of a CSV file to a watchlist of an account (id or org id), as the API adds ' +
         'entries: header row with `target` and optionally `chain`, `network`, `label`, `target_type`; read ' +
-        'as a stream, 1,000 rows per batch, a row of up to 64 KiB; progress on stderr, a JSON summary on stdout',
+        'as a stream, 1,000 rows per batch, a row of up to 64 KiB; progress on stderr, a JSON summary on stdout. ' +
+        'Each batch is audited (watchlist_entries.added) as the operator named by --actor',
     )
-    .action(async (accountRef: string, watchlistId: string, file: string) => {
+    .addOption(actorOption())
+    .action(async (accountRef: string, watchlistId: string, file: string, opts: { actor?: string }) => {
       let size: number;
       try {
         await access(file, constants.R_OK);
@@ -127,8 +131,12 @@ export function registerWatchlistCommands(
           maxEntriesPerAccount: cfg.watchlists.max_entries_per_account,
         });
         await lists.getWatchlist(account.id, watchlistId); // not_found before reading a line
-        const summary = await importCsv(file, size, (entries) =>
-          service.addEntries(account.id, watchlistId, entries),
+        const actor = commandActor(opts);
+        // Each batch commits on its own, so each is audited in its transaction, naming the file and lines.
+        const summary = await importCsv(file, size, (entries, lines) =>
+          service.addEntries(account.id, watchlistId, entries, actor, {
+            import: { file: basename(file), ...lines },
+          }),
         );
         print(JSON.stringify(summary, null, 2));
         if (summary.aborted) throw new AppError('invalid_request', summary.aborted);
@@ -148,7 +156,10 @@ function networkResolver(chains: ChainsConfig): NetworkResolver {
   return { networks: view.networks, resolve: (chain, network) => resolveNetwork(chain, network, view) };
 }
 
-type AddBatch = (entries: NewEntry[]) => ReturnType<WatchlistEntriesService['addEntries']>;
+type AddBatch = (
+  entries: NewEntry[],
+  lines: { first_line: number; last_line: number },
+) => ReturnType<WatchlistEntriesService['addEntries']>;
 
 /**
  * Streams `file` through csv-parse and adds its rows IMPORT_BATCH at a time, so a file of any size costs
@@ -215,7 +226,9 @@ async function importCsv(file: string, size: number, add: AddBatch): Promise<Imp
     batch = [];
     const entries = rows.flatMap((r) => ('entry' in r ? [r.entry] : []));
     const { created, exists, results } =
-      entries.length > 0 ? await add(entries) : { created: 0, exists: 0, results: [] };
+      entries.length > 0
+        ? await add(entries, { first_line: rows[0]!.line, last_line: rows.at(-1)!.line })
+        : { created: 0, exists: 0, results: [] };
     summary.created += created;
     summary.exists += exists;
     // In file order, so the errors listed are the first ones of the file.

@@ -1,9 +1,11 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { lockAccount } from '../accounts/lock.js';
+import type { Actor } from '../audit/actor.js';
 import { clip, networkLabel, type NetworkDef } from '../chains/registry.js';
 import { keysetPage, type Page } from '../platform/cursor.js';
 import { AppError, notFound } from '../platform/errors.js';
 import { newId } from '../platform/ids.js';
+import { AUDIT_SAMPLE, auditEntriesAdded, auditEntriesRemoved, auditEntryRemoved } from './audit.js';
 import { requireWatchlist } from './lists.js';
 import type { WatchlistRepository } from './repository.js';
 import {
@@ -20,7 +22,7 @@ import { entryOf, KnownNetworks, type EntryView } from './views.js';
  * The entries of an account's watchlists, in bulk: each entry of a call is answered on its own (valid ones
  * kept), written with one statement per batch of rows, not one per entry (repository/entries.ts). Removing an
  * entry removes its snapshots and alerts. Every statement names the caller's account, so another account's id
- * is simply not found.
+ * is simply not found. Each call is audited (audit.ts) in its transaction: one record, however many entries.
  */
 
 export interface EntriesOptions {
@@ -69,6 +71,26 @@ const tooMany = (n: number) =>
     `${n} entries in one call: at most ${MAX_ENTRIES_PER_CALL.toLocaleString('en-US')}. Nothing was stored.`,
   );
 
+function addedCounts(results: readonly EntryResult[]) {
+  let created = 0;
+  let exists = 0;
+  for (const r of results) {
+    if (r.status === 'created') created++;
+    else if (r.status === 'exists') exists++;
+  }
+  return { created, exists, failed: results.length - created - exists };
+}
+
+function removedCounts(results: readonly RemoveResult[]) {
+  let removed = 0;
+  let notFound = 0;
+  for (const r of results) {
+    if (r.status === 'removed') removed++;
+    else if (r.status === 'not_found') notFound++;
+  }
+  return { removed, notFound, failed: results.length - removed - notFound };
+}
+
 /** Entries of an account's watchlists: bulk add and remove, list. */
 export class WatchlistEntriesService {
   private readonly networks: KnownNetworks;
@@ -89,12 +111,15 @@ export class WatchlistEntriesService {
    * `exists` (already on the list), or an error with its code. The valid ones are stored, in one
    * transaction, a statement per BATCH rows. Entries past the account's ceiling are `limit_exceeded`; the
    * ones before them are kept. Concurrent adds of one account are counted one after the other (the
-   * account row is locked), so they cannot pass the ceiling together.
+   * account row is locked), so they cannot pass the ceiling together. The call is audited by one
+   * `watchlist_entries.added` record (its counts and first entries, with `auditContext`) when it created any.
    */
   async addEntries(
     accountId: string,
     watchlistId: string,
     entries: readonly NewEntry[],
+    actor: Actor,
+    auditContext?: Record<string, unknown>,
   ): Promise<AddEntriesResult> {
     if (entries.length > MAX_ENTRIES_PER_CALL) throw tooMany(entries.length);
     const results: EntryResult[] = new Array<EntryResult>(entries.length);
@@ -125,67 +150,87 @@ export class WatchlistEntriesService {
     });
 
     await this.repo.transactional(async (em) => {
-      const account = await lockAccount(em, accountId);
-      await requireWatchlist(this.repo.lists, accountId, watchlistId, em, 'for share');
-      if (candidates.length === 0) return;
-      const exists = (c: Candidate, id: string) =>
-        (results[c.index] = { index: c.index, target: c.target, status: 'exists', id });
-      const found = await this.existingEntries(em, watchlistId, candidates);
-      const fresh: Candidate[] = [];
-      for (const c of candidates) {
-        const id = found.get(`${c.network.caip2} ${c.target}`);
-        if (id) exists(c, id);
-        else fresh.push(c);
-      }
-      if (fresh.length === 0) return;
-
-      const max = this.options.maxEntriesPerAccount;
-      const room = Math.max(0, max - (await this.repo.entries.countOfAccount(em, accountId)));
-      for (const c of fresh.slice(room))
-        results[c.index] = {
-          index: c.index,
-          target: c.target,
-          status: 'error',
-          code: 'limit_exceeded',
-          message:
-            `Account ${account} would hold more than ${max} watchlist entries ` +
-            '(watchlists.max_entries_per_account / RISKWATCH_MAX_WATCHLIST_ENTRIES_PER_ACCOUNT). ' +
-            'Remove entries to add others.',
-        };
-      const toInsert = fresh.slice(0, room);
-      const missed: Candidate[] = [];
-      for (let i = 0; i < toInsert.length; i += BATCH) {
-        const batch = toInsert.slice(i, i + BATCH);
-        const rows = batch.map((c) => ({
-          id: newId('wle'),
-          chain: c.network.chain,
-          network: c.network.caip2,
-          target: c.target,
-          label: c.label,
-          target_type: c.targetType,
-        }));
-        const inserted = await this.repo.entries.insert(em, accountId, watchlistId, rows);
-        const ids = new Map(inserted.map((r) => [`${r.network} ${r.target}`, r.id]));
-        for (const c of batch) {
-          const id = ids.get(`${c.network.caip2} ${c.target}`);
-          if (id) results[c.index] = { index: c.index, target: c.target, status: 'created', id };
-          else missed.push(c);
-        }
-      }
-      // Stored meanwhile by a writer that does not take the account lock: it exists now.
-      if (missed.length) {
-        const now = await this.existingEntries(em, watchlistId, missed);
-        for (const c of missed) exists(c, now.get(`${c.network.caip2} ${c.target}`) ?? '');
-      }
+      await this.insertEntries(em, accountId, watchlistId, candidates, results);
+      const { created, exists, failed } = addedCounts(results);
+      const sample = candidates.flatMap((c) => {
+        const r = results[c.index]!;
+        return r.status === 'created' ? [{ id: r.id!, target: c.target, network: c.network.caip2 }] : [];
+      });
+      await auditEntriesAdded(
+        em,
+        actor,
+        accountId,
+        watchlistId,
+        { entries: entries.length, created, exists, failed, sample: sample.slice(0, AUDIT_SAMPLE) },
+        auditContext,
+      );
     });
+    return { ...addedCounts(results), results };
+  }
 
-    let created = 0;
-    let exists = 0;
-    for (const r of results) {
-      if (r.status === 'created') created++;
-      else if (r.status === 'exists') exists++;
+  /**
+   * The account's lock, the list held FOR SHARE, and the candidates not on the list yet stored within the
+   * account's ceiling, in `em`'s transaction: each candidate's result set (created, exists, limit_exceeded).
+   */
+  private async insertEntries(
+    em: EntityManager,
+    accountId: string,
+    watchlistId: string,
+    candidates: readonly Candidate[],
+    results: EntryResult[],
+  ): Promise<void> {
+    const account = await lockAccount(em, accountId);
+    await requireWatchlist(this.repo.lists, accountId, watchlistId, em, 'for share');
+    if (candidates.length === 0) return;
+    const exists = (c: Candidate, id: string) =>
+      (results[c.index] = { index: c.index, target: c.target, status: 'exists', id });
+    const found = await this.existingEntries(em, watchlistId, candidates);
+    const fresh: Candidate[] = [];
+    for (const c of candidates) {
+      const id = found.get(`${c.network.caip2} ${c.target}`);
+      if (id) exists(c, id);
+      else fresh.push(c);
     }
-    return { created, exists, failed: results.length - created - exists, results };
+    if (fresh.length === 0) return;
+
+    const max = this.options.maxEntriesPerAccount;
+    const room = Math.max(0, max - (await this.repo.entries.countOfAccount(em, accountId)));
+    for (const c of fresh.slice(room))
+      results[c.index] = {
+        index: c.index,
+        target: c.target,
+        status: 'error',
+        code: 'limit_exceeded',
+        message:
+          `Account ${account} would hold more than ${max} watchlist entries ` +
+          '(watchlists.max_entries_per_account / RISKWATCH_MAX_WATCHLIST_ENTRIES_PER_ACCOUNT). ' +
+          'Remove entries to add others.',
+      };
+    const toInsert = fresh.slice(0, room);
+    const missed: Candidate[] = [];
+    for (let i = 0; i < toInsert.length; i += BATCH) {
+      const batch = toInsert.slice(i, i + BATCH);
+      const rows = batch.map((c) => ({
+        id: newId('wle'),
+        chain: c.network.chain,
+        network: c.network.caip2,
+        target: c.target,
+        label: c.label,
+        target_type: c.targetType,
+      }));
+      const inserted = await this.repo.entries.insert(em, accountId, watchlistId, rows);
+      const ids = new Map(inserted.map((r) => [`${r.network} ${r.target}`, r.id]));
+      for (const c of batch) {
+        const id = ids.get(`${c.network.caip2} ${c.target}`);
+        if (id) results[c.index] = { index: c.index, target: c.target, status: 'created', id };
+        else missed.push(c);
+      }
+    }
+    // Stored meanwhile by a writer that does not take the account lock: it exists now.
+    if (missed.length) {
+      const now = await this.existingEntries(em, watchlistId, missed);
+      for (const c of missed) exists(c, now.get(`${c.network.caip2} ${c.target}`) ?? '');
+    }
   }
 
   /** One page of the list's entries in id order (the order they were added), optionally filtered. */
@@ -200,11 +245,17 @@ export class WatchlistEntriesService {
   }
 
   /** Removes one entry with its snapshots and alerts. */
-  async removeEntry(accountId: string, watchlistId: string, entryId: string): Promise<EntryView> {
+  async removeEntry(
+    accountId: string,
+    watchlistId: string,
+    entryId: string,
+    actor: Actor,
+  ): Promise<EntryView> {
     return this.repo.transactional(async (em) => {
       await requireWatchlist(this.repo.lists, accountId, watchlistId, em, 'for share');
       const row = await this.repo.entries.deleteOne(em, accountId, watchlistId, entryId);
       if (!row) throw notFound(`Entry "${clip(entryId)}" of watchlist ${watchlistId}`);
+      await auditEntryRemoved(em, actor, accountId, row);
       return entryOf(row, this.networks);
     });
   }
@@ -212,12 +263,14 @@ export class WatchlistEntriesService {
   /**
    * Removes entries by target: with chain or network, the target on that network (any network riskwatch
    * knows, configured or not: an entry outlives its provider); with neither, the target on every network
-   * of the list. Their snapshots and alerts go with them. One transaction.
+   * of the list. Their snapshots and alerts go with them. One transaction, audited by one
+   * `watchlist_entries.removed` record when it removed any.
    */
   async removeEntries(
     accountId: string,
     watchlistId: string,
     targets: readonly RemoveTarget[],
+    actor: Actor,
   ): Promise<RemoveEntriesResult> {
     if (targets.length > MAX_ENTRIES_PER_CALL) throw tooMany(targets.length);
     const results: RemoveResult[] = new Array<RemoveResult>(targets.length);
@@ -265,15 +318,19 @@ export class WatchlistEntriesService {
           result.status = 'removed';
           (result.ids ??= []).push(id);
         }
+      const { removed, notFound, failed } = removedCounts(results);
+      const sample = results.flatMap((r) =>
+        r.status === 'removed' ? [{ target: r.target, ids: r.ids! }] : [],
+      );
+      await auditEntriesRemoved(em, actor, accountId, watchlistId, {
+        targets: targets.length,
+        removed,
+        not_found: notFound,
+        failed,
+        sample: sample.slice(0, AUDIT_SAMPLE),
+      });
     });
-
-    let removed = 0;
-    let notFound = 0;
-    for (const r of results) {
-      if (r.status === 'removed') removed++;
-      else if (r.status === 'not_found') notFound++;
-    }
-    return { removed, notFound, failed: results.length - removed - notFound, results };
+    return { ...removedCounts(results), results };
   }
 
   /** The ids of the candidates already on the list, by `network target` (a look-up per BATCH targets). */

@@ -1,7 +1,9 @@
+import type { Actor } from '../audit/actor.js';
 import { clip, familyOfCaip2, type NetworkDef } from '../chains/registry.js';
 import { time } from '../db/sql.js';
 import { keysetPage, type Page } from '../platform/cursor.js';
 import { notFound } from '../platform/errors.js';
+import { auditAlertUpdated } from './audit.js';
 import { requireWatchlist } from './lists.js';
 import type { WatchlistRepository } from './repository.js';
 import type { AlertsQuery, AlertUpdate } from './schemas.js';
@@ -64,15 +66,21 @@ export class WatchlistHistoryService {
     );
   }
 
-  /** Sets an alert's status (`acknowledged`, `resolved`). */
+  /** Sets an alert's status (`acknowledged`, `resolved`), audited when it changed. */
   async updateAlert(
     accountId: string,
     watchlistId: string,
     alertId: string,
     patch: AlertUpdate,
+    actor: Actor,
   ): Promise<AlertView> {
-    const row = await this.repo.history.setAlertStatus(accountId, watchlistId, alertId, patch.status);
-    if (!row) throw notFound(`Alert "${clip(alertId)}" of watchlist "${clip(watchlistId)}"`);
+    const row = await this.repo.transactional(async (em) => {
+      const before = await this.repo.history.lockAlertStatus(em, accountId, watchlistId, alertId);
+      if (!before) throw notFound(`Alert "${clip(alertId)}" of watchlist "${clip(watchlistId)}"`);
+      const after = await this.repo.history.setAlertStatus(em, alertId, patch.status);
+      await auditAlertUpdated(em, actor, accountId, alertId, { before, after: after.status });
+      return after;
+    });
     return alertOf(row, this.networks);
   }
 }

@@ -1,10 +1,12 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { lockAccount } from '../accounts/lock.js';
+import type { Actor } from '../audit/actor.js';
 import { clip } from '../chains/registry.js';
 import { Patch } from '../db/sql.js';
 import { keysetPage, type Page } from '../platform/cursor.js';
 import { AppError, notFound } from '../platform/errors.js';
 import { newId } from '../platform/ids.js';
+import { auditWatchlistCreated, auditWatchlistDeleted, auditWatchlistUpdated } from './audit.js';
 import type { WatchlistRepository } from './repository.js';
 import type { ListRows } from './repository/lists.js';
 import { nextRunAfter } from './schedule.js';
@@ -14,7 +16,8 @@ import { thresholdsOf, watchlistOf, type WatchlistView } from './views.js';
 /*
  * An account's watchlists (the lists themselves; their entries: entries.ts; snapshots and alerts:
  * history.ts; rescans: rescans.ts; the scans that fill them: scan.ts, in the workers). Every statement
- * (repository/lists.ts) names the caller's account, so another account's id is simply not found.
+ * (repository/lists.ts) names the caller's account, so another account's id is simply not found. Every
+ * change is audited (audit.ts) in its transaction, by the `Actor` that asked for it.
  */
 
 export interface WatchlistsOptions {
@@ -37,7 +40,7 @@ export class WatchlistsService {
    * `maxWatchlistsPerAccount` lists: concurrent creations are counted one after the other (the account row
    * is locked), and one more is `limit_exceeded`.
    */
-  async createWatchlist(accountId: string, input: NewWatchlist): Promise<WatchlistView> {
+  async createWatchlist(accountId: string, input: NewWatchlist, actor: Actor): Promise<WatchlistView> {
     const schedule = input.schedule ?? this.options.defaultSchedule;
     const deepSchedule = input.deep_schedule ?? this.options.defaultDeepSchedule;
     const now = new Date();
@@ -52,7 +55,7 @@ export class WatchlistsService {
             '(watchlists.max_per_account / RISKWATCH_MAX_WATCHLISTS_PER_ACCOUNT). Delete one to create ' +
             'another (a watchlist holds many entries, on any network).',
         );
-      return this.repo.lists.insert(em, {
+      const created = await this.repo.lists.insert(em, {
         id: newId('wl'),
         accountId,
         name: input.name,
@@ -63,6 +66,8 @@ export class WatchlistsService {
         nextDeepAt: nextRunAfter(deepSchedule, now),
         now,
       });
+      await auditWatchlistCreated(em, actor, accountId, created);
+      return created;
     });
     return watchlistOf(row);
   }
@@ -87,7 +92,12 @@ export class WatchlistsService {
   }
 
   /** Changes the fields given; `thresholds` replaces the thresholds (a field left out takes its default). */
-  async updateWatchlist(accountId: string, id: string, patch: WatchlistUpdate): Promise<WatchlistView> {
+  async updateWatchlist(
+    accountId: string,
+    id: string,
+    patch: WatchlistUpdate,
+    actor: Actor,
+  ): Promise<WatchlistView> {
     const set = new Patch();
     if (patch.name !== undefined) set.set('name', patch.name);
     // A changed cron's next due time is computed from now.
@@ -101,15 +111,25 @@ export class WatchlistsService {
     if (patch.thresholds !== undefined)
       set.set('thresholds', JSON.stringify(thresholdsOf(patch.thresholds)), '::jsonb');
     if (set.empty) return this.getWatchlist(accountId, id);
-    const row = await this.repo.lists.update(accountId, id, set);
-    if (!row) throw watchlistNotFound(id);
+    const row = await this.repo.transactional(async (em) => {
+      const before = await this.repo.lists.get(accountId, id, em);
+      if (!before) throw watchlistNotFound(id);
+      const after = await this.repo.lists.update(accountId, id, set, em);
+      if (!after) throw watchlistNotFound(id);
+      await auditWatchlistUpdated(em, actor, accountId, before, after);
+      return after;
+    });
     return watchlistOf(row);
   }
 
   /** Deletes the list with its entries, their snapshots, its alerts and rescans, in one transaction. */
-  async deleteWatchlist(accountId: string, id: string): Promise<WatchlistView> {
-    const row = await this.repo.transactional((em) => this.repo.lists.delete(em, accountId, id));
-    if (!row) throw watchlistNotFound(id);
+  async deleteWatchlist(accountId: string, id: string, actor: Actor): Promise<WatchlistView> {
+    const row = await this.repo.transactional(async (em) => {
+      const deleted = await this.repo.lists.delete(em, accountId, id);
+      if (!deleted) throw watchlistNotFound(id);
+      await auditWatchlistDeleted(em, actor, accountId, deleted);
+      return deleted;
+    });
     return watchlistOf(row);
   }
 

@@ -1,8 +1,10 @@
+import type { Actor } from '../audit/actor.js';
 import { clip } from '../chains/registry.js';
 import { time, timeOrNull } from '../db/sql.js';
 import type { JobQueues } from '../jobs/queues.js';
 import { AppError, notFound } from '../platform/errors.js';
 import { newId } from '../platform/ids.js';
+import { auditRescanRequested, auditRescanWithdrawn } from './audit.js';
 import { requireWatchlist } from './lists.js';
 import type { WatchlistRepository } from './repository.js';
 import type { RescanRow } from './repository/rescans.js';
@@ -48,9 +50,11 @@ export class RescansService {
    * One at a time per list: asked for while the list's last rescan still runs, the answer is that rescan.
    * And at most one per `minIntervalS` (every entry's full analysis spends the provider rate every
    * account shares): sooner is `rate_limited` with the seconds to wait. The list row is locked while this
-   * is decided, so two concurrent calls cannot both start one.
+   * is decided, so two concurrent calls cannot both start one. A new rescan is audited
+   * (`watchlist.rescan_requested`) with its row; one whose job could not be queued is deleted again and
+   * audited `watchlist.rescan_withdrawn` (the answer to the running one writes nothing).
    */
-  async requestRescan(accountId: string, watchlistId: string): Promise<RescanView> {
+  async requestRescan(accountId: string, watchlistId: string, actor: Actor): Promise<RescanView> {
     const id = newId('rsc');
     const started = await this.repo.transactional(async (em) => {
       await requireWatchlist(this.repo.lists, accountId, watchlistId, em, 'for update');
@@ -69,7 +73,9 @@ export class RescansService {
           );
         if (!last.finished_at && last.remaining === 0) await this.repo.rescans.finish(last.id, em);
       }
-      return { created: await this.repo.rescans.insert(em, id, accountId, watchlistId) };
+      const created = await this.repo.rescans.insert(em, id, accountId, watchlistId);
+      await auditRescanRequested(em, actor, accountId, watchlistId, created);
+      return { created };
     });
     if ('running' in started) {
       const view = this.rescanOf(started.running!);
@@ -83,7 +89,12 @@ export class RescansService {
       );
     } catch (err) {
       // Not queued: no rescan either (a status that would never move).
-      await this.repo.rescans.delete(id).catch(() => undefined);
+      await this.repo
+        .transactional(async (em) => {
+          await this.repo.rescans.delete(id, em);
+          await auditRescanWithdrawn(em, actor, accountId, watchlistId, id);
+        })
+        .catch(() => undefined);
       throw err;
     }
     return { ...this.rescanOf(started.created), status: 'queued', checked: 0 };

@@ -1,3 +1,4 @@
+import { actorOf } from '../audit/actor.js';
 import { defineRoute } from '../http/route.js';
 import { apiKeyOf } from '../http/state.js';
 import {
@@ -95,7 +96,7 @@ export function watchlistRoutes({
       },
       handler: async (ctx, { body }) => ({
         status: 201 as const,
-        body: presentWatchlist(await lists.createWatchlist(account(ctx), body)),
+        body: presentWatchlist(await lists.createWatchlist(account(ctx), body, actorOf(ctx))),
       }),
     }),
     defineRoute({
@@ -143,7 +144,7 @@ export function watchlistRoutes({
         404: { description: WATCHLIST_404 },
       },
       handler: async (ctx, { params, body }) => ({
-        body: presentWatchlist(await lists.updateWatchlist(account(ctx), params.id, body)),
+        body: presentWatchlist(await lists.updateWatchlist(account(ctx), params.id, body, actorOf(ctx))),
       }),
     }),
     defineRoute({
@@ -162,7 +163,7 @@ export function watchlistRoutes({
         404: { description: WATCHLIST_404 },
       },
       handler: async (ctx, { params }) => ({
-        body: presentWatchlist(await lists.deleteWatchlist(account(ctx), params.id)),
+        body: presentWatchlist(await lists.deleteWatchlist(account(ctx), params.id, actorOf(ctx))),
       }),
     }),
     defineRoute({
@@ -189,7 +190,9 @@ export function watchlistRoutes({
         404: { description: WATCHLIST_404 },
       },
       handler: async (ctx, { params, body }) => ({
-        body: presentAddEntries(await entries.addEntries(account(ctx), params.id, body.entries)),
+        body: presentAddEntries(
+          await entries.addEntries(account(ctx), params.id, body.entries, actorOf(ctx)),
+        ),
       }),
     }),
     defineRoute({
@@ -226,7 +229,7 @@ export function watchlistRoutes({
         404: { description: 'Not found: no such entry on this watchlist of the account' },
       },
       handler: async (ctx, { params }) => ({
-        body: presentEntry(await entries.removeEntry(account(ctx), params.id, params.entry_id)),
+        body: presentEntry(await entries.removeEntry(account(ctx), params.id, params.entry_id, actorOf(ctx))),
       }),
     }),
     defineRoute({
@@ -250,7 +253,9 @@ export function watchlistRoutes({
         404: { description: WATCHLIST_404 },
       },
       handler: async (ctx, { params, body }) => ({
-        body: presentRemoveEntries(await entries.removeEntries(account(ctx), params.id, body.targets)),
+        body: presentRemoveEntries(
+          await entries.removeEntries(account(ctx), params.id, body.targets, actorOf(ctx)),
+        ),
       }),
     }),
     defineRoute({
@@ -304,7 +309,9 @@ export function watchlistRoutes({
         },
       },
       handler: async (ctx, { params }) => {
-        const body = presentRescanAccepted(await rescans.requestRescan(account(ctx), params.id));
+        const body = presentRescanAccepted(
+          await rescans.requestRescan(account(ctx), params.id, actorOf(ctx)),
+        );
         return { status: 202 as const, body, headers: { Location: body.status_url } };
       },
     }),
@@ -361,7 +368,9 @@ export function watchlistRoutes({
         404: { description: 'Not found: no such alert on this watchlist of the account' },
       },
       handler: async (ctx, { params, body }) => ({
-        body: presentAlert(await history.updateAlert(account(ctx), params.id, params.alert_id, body)),
+        body: presentAlert(
+          await history.updateAlert(account(ctx), params.id, params.alert_id, body, actorOf(ctx)),
+        ),
       }),
     }),
   ];

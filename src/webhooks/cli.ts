@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { actorOption, commandActor } from '../audit/operator.js';
 import type { Connect } from '../db/orm.js';
 import { AppError } from '../platform/errors.js';
 import type { DatabaseSettings } from '../platform/settings.js';
@@ -52,16 +53,18 @@ export function registerSecretsCommands(
     .description(
       're-encrypt every webhook secret under RISKWATCH_SECRETS_KEY, opening the others with the key they ' +
         'name (RISKWATCH_SECRETS_PREVIOUS_KEYS); prints the counts. Run it after configuring a new key with ' +
-        'the old one as a previous key; once every secret is under the new key, the old one can go',
+        'the old one as a previous key; once every secret is under the new key, the old one can go. ' +
+        'Audited (webhook_secrets.resealed) as the operator named by --actor',
     )
-    .action(() =>
+    .addOption(actorOption())
+    .action((opts: { actor?: string }) =>
       withStore(async (store, box) => {
         if (box.kid === undefined)
           throw new AppError(
             'secrets_key_missing',
             'RISKWATCH_SECRETS_KEY is not set: there is no key to rotate to.',
           );
-        const report = await store.reseal('stale');
+        const report = await store.reseal('stale', commandActor(opts));
         json(report);
         if (report.unreadable.length > 0) {
           const kids = [...new Set(report.unreadable.map((u) => u.kid))].join(', ');

@@ -1,7 +1,9 @@
+import type { Actor } from '../audit/actor.js';
 import { time, timeOrNull } from '../db/sql.js';
 import { keysetPage, type Page } from '../platform/cursor.js';
 import { notFound } from '../platform/errors.js';
 import { clip } from '../chains/registry.js';
+import { auditRecovered, auditRedelivered } from './audit.js';
 import type { DeliveryStatus } from './entities.js';
 import { endpointDisabled, endpointNotFound, requestDrain, type DrainRequests } from './endpoints.js';
 import type { WebhookRepository } from './repository.js';
@@ -12,7 +14,8 @@ import { ATTEMPT_LOG_SIZE, type DeliveriesQuery } from './schemas.js';
  * An account's delivery log (webhook_deliveries with their webhook_attempts), redelivery and recovery. The
  * deliveries are written by webhooks' fan-out (fan-out.ts) and moved on by the delivery workers
  * (delivery.ts); here they are read and made due again, and the workers are asked to drain the endpoint.
- * Every query names the caller's account, so another account's id is simply not found.
+ * Every query names the caller's account, so another account's id is simply not found. Both changes are
+ * audited (audit.ts) in their transaction.
  */
 
 export interface AttemptView {
@@ -64,14 +67,16 @@ export class WebhookDeliveriesService {
    * Sends a delivery again: `pending`, due now (its attempts and their log are kept), and the workers are
    * asked to drain its endpoint. A delivery of a disabled endpoint is a conflict.
    */
-  async redeliver(accountId: string, deliveryId: string): Promise<DeliveryView> {
+  async redeliver(accountId: string, deliveryId: string, actor: Actor): Promise<DeliveryView> {
     const now = new Date();
-    const updated = await this.repo.deliveries.redeliver(accountId, deliveryId, now);
-    if (!updated) {
-      const found = await this.repo.deliveries.endpointOf(accountId, deliveryId);
+    const updated = await this.repo.transactional(async (em) => {
+      const found = await this.repo.deliveries.lockForRedelivery(em, accountId, deliveryId);
       if (!found) throw deliveryNotFound(deliveryId);
-      throw endpointDisabled(found.endpoint_id, found.disabled_reason ?? '');
-    }
+      if (!found.enabled) throw endpointDisabled(found.endpoint_id, found.disabled_reason ?? '');
+      await this.repo.deliveries.redeliver(em, deliveryId, now);
+      await auditRedelivered(em, actor, accountId, found);
+      return found;
+    });
     await requestDrain(this.drains, updated.endpoint_id);
     const row = await this.repo.deliveries.get(accountId, deliveryId);
     if (!row) throw deliveryNotFound(deliveryId); // deleted with its endpoint meanwhile
@@ -82,11 +87,15 @@ export class WebhookDeliveriesService {
    * Every `failed` delivery of the endpoint created at or after `since` back to `pending`, due now (one
    * statement); the workers are asked to drain the endpoint. A disabled endpoint is a conflict.
    */
-  async recover(accountId: string, endpointId: string, since: Date): Promise<number> {
-    const endpoint = await this.repo.endpoints.state(accountId, endpointId);
-    if (!endpoint) throw endpointNotFound(endpointId);
-    if (!endpoint.enabled) throw endpointDisabled(endpointId, endpoint.disabled_reason ?? '');
-    const n = await this.repo.deliveries.recover(accountId, endpointId, since, new Date());
+  async recover(accountId: string, endpointId: string, since: Date, actor: Actor): Promise<number> {
+    const n = await this.repo.transactional(async (em) => {
+      const endpoint = await this.repo.endpoints.state(accountId, endpointId, em);
+      if (!endpoint) throw endpointNotFound(endpointId);
+      if (!endpoint.enabled) throw endpointDisabled(endpointId, endpoint.disabled_reason ?? '');
+      const recovered = await this.repo.deliveries.recover(em, accountId, endpointId, since, new Date());
+      if (recovered > 0) await auditRecovered(em, actor, accountId, endpointId, { since, recovered });
+      return recovered;
+    });
     if (n > 0) await requestDrain(this.drains, endpointId);
     return n;
   }

@@ -1,12 +1,20 @@
 import { randomBytes } from 'node:crypto';
 import { lockAccount } from '../accounts/lock.js';
+import type { Actor } from '../audit/actor.js';
 import { clip } from '../chains/registry.js';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { Patch, time } from '../db/sql.js';
+import { Patch, time, timeOrNull } from '../db/sql.js';
 import type { EventLog } from '../events/log.js';
 import { keysetPage, type Page } from '../platform/cursor.js';
 import { AppError, conflict, invalidRequest, notFound } from '../platform/errors.js';
 import { newId } from '../platform/ids.js';
+import {
+  auditEndpointCreated,
+  auditEndpointDeleted,
+  auditEndpointUpdated,
+  auditSecretRotated,
+  auditTestSent,
+} from './audit.js';
 import type { WebhookRepository } from './repository.js';
 import type { EndpointUpdate, NewEndpoint } from './schemas.js';
 import { endpointSecretContext, SecretBox } from './secrets.js';
@@ -27,7 +35,8 @@ import {
  * is sent here: a change that makes deliveries due asks the workers to drain the endpoint
  * (`webhook-drain`), and the periodic sweep finds anything a failed request left behind. Every query names
  * the caller's account, so another account's id is simply not found. Signing secrets are stored sealed
- * (secrets.ts): without a key to seal them, no endpoint is created or rotated.
+ * (secrets.ts): without a key to seal them, no endpoint is created or rotated. Every change is audited
+ * (audit.ts) in its own transaction, by the `Actor` that asked for it.
  */
 
 /** Endpoints an account may have. */
@@ -90,7 +99,7 @@ export class WebhookEndpointsService {
   }
 
   /** Creates an endpoint with a fresh secret, returned here only (stored sealed). */
-  async createEndpoint(accountId: string, input: NewEndpoint): Promise<CreatedEndpointView> {
+  async createEndpoint(accountId: string, input: NewEndpoint, actor: Actor): Promise<CreatedEndpointView> {
     const url = this.checkUrl(input.url);
     const box = this.sealer();
     const secret = newSecret();
@@ -108,7 +117,7 @@ export class WebhookEndpointsService {
             'Delete one to create another (an endpoint takes several event types and watchlists).',
         );
       const enabled = input.enabled ?? true;
-      return this.repo.endpoints.insert(em, {
+      const created = await this.repo.endpoints.insert(em, {
         id,
         accountId,
         url,
@@ -120,6 +129,8 @@ export class WebhookEndpointsService {
         disabledReason: enabled ? null : DISABLED_BY_ACCOUNT,
         now,
       });
+      await auditEndpointCreated(em, actor, accountId, created);
+      return created;
     });
     return { ...endpointOf(row, emptyStats()), secret };
   }
@@ -149,7 +160,12 @@ export class WebhookEndpointsService {
    * Changes the fields given. `url` is checked again; `enabled: true` on a disabled endpoint clears why and
    * since when it was disabled and failing, and asks for its pending deliveries to be sent.
    */
-  async updateEndpoint(accountId: string, id: string, patch: EndpointUpdate): Promise<EndpointView> {
+  async updateEndpoint(
+    accountId: string,
+    id: string,
+    patch: EndpointUpdate,
+    actor: Actor,
+  ): Promise<EndpointView> {
     const url = patch.url === undefined ? undefined : this.checkUrl(patch.url);
     const { row, reenabled } = await this.repo.transactional(async (em) => {
       const current = await this.repo.endpoints.get(accountId, id, em);
@@ -177,20 +193,25 @@ export class WebhookEndpointsService {
           .set('disabled_reason', DISABLED_BY_ACCOUNT);
       if (set.empty) return { row: current, reenabled: false };
       set.set('updated_at', now.toISOString(), '::timestamptz');
-      return { row: await this.repo.endpoints.update(em, accountId, id, set), reenabled: enabling };
+      const updated = await this.repo.endpoints.update(em, accountId, id, set);
+      await auditEndpointUpdated(em, actor, accountId, current, updated);
+      return { row: updated, reenabled: enabling };
     });
     if (reenabled) await requestDrain(this.options.drains, id);
     return endpointOf(row, (await this.stats(undefined, accountId, [id])).get(id));
   }
 
   /** Deletes the endpoint with its deliveries and their attempts; returns it as it was. */
-  async deleteEndpoint(accountId: string, id: string): Promise<EndpointView> {
+  async deleteEndpoint(accountId: string, id: string, actor: Actor): Promise<EndpointView> {
     return this.repo.transactional(async (em) => {
       const row = await this.repo.endpoints.get(accountId, id, em);
       if (!row) throw endpointNotFound(id);
       const stats = await this.stats(em, accountId, [id]);
       await this.repo.endpoints.delete(em, accountId, id);
-      return endpointOf(row, stats.get(id));
+      const view = endpointOf(row, stats.get(id));
+      const { pending, succeeded, failed, expired } = view.stats;
+      await auditEndpointDeleted(em, actor, accountId, row, pending + succeeded + failed + expired);
+      return view;
     });
   }
 
@@ -198,15 +219,16 @@ export class WebhookEndpointsService {
    * A new secret; the current one becomes the previous secret and keeps signing beside it for
    * `secretOverlapS` (a secret rotated before was already dropped: two sign at most).
    */
-  async rotateSecret(accountId: string, id: string): Promise<RotatedSecret> {
+  async rotateSecret(accountId: string, id: string, actor: Actor): Promise<RotatedSecret> {
     const box = this.sealer();
     const context = endpointSecretContext(id);
     const secret = newSecret();
     const now = new Date();
     const expiresAt = new Date(now.getTime() + this.options.secretOverlapS * 1000);
     await this.repo.transactional(async (em) => {
-      const current = await this.repo.endpoints.lockSecret(em, accountId, id);
-      if (current === undefined) throw endpointNotFound(id);
+      const locked = await this.repo.endpoints.lockSecret(em, accountId, id);
+      if (locked === undefined) throw endpointNotFound(id);
+      const current = locked.secret;
       // A secret stored before encryption is sealed as it becomes the previous one.
       const previous = SecretBox.isSealed(current) ? current : box.seal(current, context);
       await this.repo.endpoints.rotate(em, accountId, id, {
@@ -214,6 +236,12 @@ export class WebhookEndpointsService {
         previous,
         expiresAt,
         now,
+      });
+      // Until when the secret before this one signed (null: none did any more).
+      const before = timeOrNull(locked.previous_secret_expires_at);
+      await auditSecretRotated(em, actor, accountId, id, {
+        before: before && before > now ? before : null,
+        after: expiresAt,
       });
     });
     return { secret, previousSecretExpiresAt: expiresAt };
@@ -223,7 +251,7 @@ export class WebhookEndpointsService {
    * A `webhook.test` event delivered to this endpoint alone (whatever it subscribes to), in the event log
    * like any other; the workers are asked to send it at once. A disabled endpoint is a conflict.
    */
-  async sendTest(accountId: string, id: string): Promise<TestSent> {
+  async sendTest(accountId: string, id: string, actor: Actor): Promise<TestSent> {
     const now = new Date();
     const sent = await this.repo.transactional(async (em) => {
       const endpoint = await this.repo.endpoints.state(accountId, id, em);
@@ -246,6 +274,7 @@ export class WebhookEndpointsService {
       await this.repo.deliveries.insertFor(em, [event], now, id);
       const deliveryId = await this.repo.deliveries.idOf(em, event.id, id);
       if (!deliveryId) throw new Error(`webhook.test: no delivery was written for endpoint ${id}`);
+      await auditTestSent(em, actor, accountId, id, { eventId: event.id, deliveryId });
       return { eventId: event.id, deliveryId, afterCommit };
     });
     await sent.afterCommit().catch(() => undefined); // best effort, as the drain below

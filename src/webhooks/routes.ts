@@ -1,3 +1,4 @@
+import { actorOf } from '../audit/actor.js';
 import { defineRoute } from '../http/route.js';
 import { apiKeyOf } from '../http/state.js';
 import {
@@ -70,7 +71,7 @@ export function webhookRoutes(endpoints: WebhookEndpointsService, deliveries: We
       },
       handler: async (ctx, { body }) => ({
         status: 201 as const,
-        body: presentCreatedEndpoint(await endpoints.createEndpoint(account(ctx), body)),
+        body: presentCreatedEndpoint(await endpoints.createEndpoint(account(ctx), body, actorOf(ctx))),
       }),
     }),
     defineRoute({
@@ -124,7 +125,7 @@ export function webhookRoutes(endpoints: WebhookEndpointsService, deliveries: We
         404: { description: ENDPOINT_404 },
       },
       handler: async (ctx, { params, body }) => ({
-        body: presentEndpoint(await endpoints.updateEndpoint(account(ctx), params.id, body)),
+        body: presentEndpoint(await endpoints.updateEndpoint(account(ctx), params.id, body, actorOf(ctx))),
       }),
     }),
     defineRoute({
@@ -141,7 +142,7 @@ export function webhookRoutes(endpoints: WebhookEndpointsService, deliveries: We
         404: { description: ENDPOINT_404 },
       },
       handler: async (ctx, { params }) => ({
-        body: presentEndpoint(await endpoints.deleteEndpoint(account(ctx), params.id)),
+        body: presentEndpoint(await endpoints.deleteEndpoint(account(ctx), params.id, actorOf(ctx))),
       }),
     }),
     defineRoute({
@@ -162,7 +163,7 @@ export function webhookRoutes(endpoints: WebhookEndpointsService, deliveries: We
         503: { description: NO_SECRETS_KEY },
       },
       handler: async (ctx, { params }) => ({
-        body: presentRotatedSecret(await endpoints.rotateSecret(account(ctx), params.id)),
+        body: presentRotatedSecret(await endpoints.rotateSecret(account(ctx), params.id, actorOf(ctx))),
       }),
     }),
     defineRoute({
@@ -183,7 +184,7 @@ export function webhookRoutes(endpoints: WebhookEndpointsService, deliveries: We
       },
       handler: async (ctx, { params }) => ({
         status: 202 as const,
-        body: presentTestSent(await endpoints.sendTest(account(ctx), params.id)),
+        body: presentTestSent(await endpoints.sendTest(account(ctx), params.id, actorOf(ctx))),
       }),
     }),
     defineRoute({
@@ -206,7 +207,7 @@ export function webhookRoutes(endpoints: WebhookEndpointsService, deliveries: We
       },
       handler: async (ctx, { params, body }) => ({
         status: 202 as const,
-        body: presentRecovered(await deliveries.recover(account(ctx), params.id, body.since)),
+        body: presentRecovered(await deliveries.recover(account(ctx), params.id, body.since, actorOf(ctx))),
       }),
     }),
     defineRoute({
@@ -246,7 +247,7 @@ export function webhookRoutes(endpoints: WebhookEndpointsService, deliveries: We
       },
       handler: async (ctx, { params }) => ({
         status: 202 as const,
-        body: presentDelivery(await deliveries.redeliver(account(ctx), params.id)),
+        body: presentDelivery(await deliveries.redeliver(account(ctx), params.id, actorOf(ctx))),
       }),
     }),
   ];

@@ -13,6 +13,7 @@ import { DELIVERY_STATUSES } from './entities.js';
 export const SUBSCRIBABLE_EVENT_TYPES = [
   'watchlist.alert',
   'webhook.endpoint_disabled',
+  'screening.completed',
 ] as const satisfies EventType[];
 
 const rfc3339 = z.iso

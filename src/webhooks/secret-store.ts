@@ -1,3 +1,5 @@
+import type { Actor } from '../audit/actor.js';
+import { auditResealed } from './audit.js';
 import type { WebhookRepository } from './repository.js';
 import type { Logger } from '../platform/logger.js';
 import { endpointSecretContext, SecretBox, SecretOpenError, sealedPattern } from './secrets.js';
@@ -50,9 +52,11 @@ export class WebhookSecretStore {
 
   /**
    * Seals every stored secret that is not sealed under the current key (`only: 'plaintext'`: every one
-   * stored in plaintext), opening the others with the key they name. Idempotent; needs a current key.
+   * stored in plaintext), opening the others with the key they name. Idempotent; needs a current key. With
+   * an `actor` (an operator's `secrets rotate-key`), each batch that rewrote endpoints is audited in its
+   * transaction (`webhook_secrets.resealed`); the workers' sealing at start is no one's change.
    */
-  async reseal(only: 'plaintext' | 'stale'): Promise<ResealReport> {
+  async reseal(only: 'plaintext' | 'stale', actor?: Actor): Promise<ResealReport> {
     const kid = this.box.kid;
     if (kid === undefined) throw new Error('no secrets key is configured (RISKWATCH_SECRETS_KEY)');
     const fresh = only === 'plaintext' ? sealedPattern() : sealedPattern(kid);
@@ -61,6 +65,8 @@ export class WebhookSecretStore {
     for (;;) {
       const rows = await this.repo.transactional(async (em) => {
         const batch = await this.repo.endpoints.lockUnsealed(em, after, fresh, BATCH);
+        const counted = { secrets: report.secrets, plaintext: report.plaintext };
+        const rewritten: string[] = [];
         for (const row of batch) {
           const context = endpointSecretContext(row.id);
           const reseal = (column: Column, stored: string): string => {
@@ -85,7 +91,14 @@ export class WebhookSecretStore {
           if (secret === row.secret && previous === row.previous_secret) continue;
           await this.repo.endpoints.storeSecrets(em, row.id, secret, previous);
           report.endpoints++;
+          rewritten.push(row.id);
         }
+        if (actor && rewritten.length > 0)
+          await auditResealed(em, actor, {
+            endpointIds: rewritten,
+            secrets: report.secrets - counted.secrets,
+            plaintext: report.plaintext - counted.plaintext,
+          });
         return batch;
       });
       if (rows.length === 0) return report;

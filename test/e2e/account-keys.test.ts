@@ -9,6 +9,7 @@ import {
   openAccounts,
   pollForStatus,
   startServiceRetrying,
+  TEST_ACTOR,
   type Customer,
 } from '../support/auth-helpers.js';
 import { KEY_ADMIN_ROLE, testIdentityProvider } from '../support/jwt.js';
@@ -322,7 +323,7 @@ describe('self-service API keys (built service over HTTP)', () => {
       // Created together: several share a millisecond, so the order must fall back to the id.
       const created = await Promise.all(
         Array.from({ length: 10 }, (_, i) =>
-          db.accounts.createKey(hooli.account.id, { name: `k${i}`, createdBy: 'test' }),
+          db.accounts.createKey(hooli.account.id, { name: `k${i}` }, TEST_ACTOR),
         ),
       );
       const first = (await list(hooliToken)).find((k) => k.id === hooli.key.id)!;

@@ -13,6 +13,7 @@ import {
   openAccounts,
   sleep,
   startServiceRetrying,
+  TEST_ACTOR,
   unknownWellFormedKey,
   userClaims,
   type Customer,
@@ -173,10 +174,11 @@ describe('auth matrix (built service over HTTP)', () => {
     });
 
     it('refuses a key revoked with `keys revoke` within 5 s', async () => {
-      const { key: raw, view } = await db.accounts.createKey(acme.account.id, {
-        name: 'to-revoke',
-        createdBy: 'test',
-      });
+      const { key: raw, view } = await db.accounts.createKey(
+        acme.account.id,
+        { name: 'to-revoke' },
+        TEST_ACTOR,
+      );
       const key = { ...view, key: remember(raw) };
       // Used once first, so the service has it in its lookup cache when it is revoked.
       await expectJson(await callUsage(svc.baseUrl, key.key), 200);

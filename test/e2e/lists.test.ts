@@ -512,6 +512,126 @@ describe('sanctions import and organisation lists (built service over HTTP)', ()
     });
   });
 
+  describe('audit log', () => {
+    interface AuditRow {
+      account_id: string | null;
+      actor_type: string;
+      actor_id: string;
+      actor_label: string | null;
+      action: string;
+      resource_type: string;
+      resource_id: string | null;
+      request_id: string | null;
+      before: Record<string, unknown> | null;
+      after: Record<string, unknown> | null;
+    }
+    const audit = (where: string, params: unknown[]) =>
+      orm.em
+        .fork()
+        .getConnection()
+        .execute<AuditRow[]>(
+          `select account_id, actor_type, actor_id, actor_label, action, resource_type, resource_id,
+                  request_id, before, after
+             from audit_log where ${where} order by at, id`,
+          params,
+        );
+
+    it('records list_entry.added and list_entry.removed with the key, the request id and the entry', async () => {
+      const target = evmAddress();
+      const added = await expectJson<ListEntryBody>(
+        await api(acme, '/deny/entries', {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-request-id': 'audit-add-1' },
+          body: JSON.stringify({ target, chain: 'base', label: 'drainer', reason: 'seen twice' }),
+        }),
+        201,
+      );
+      await expectJson(
+        await api(acme, `/deny/entries/${added.id}`, {
+          method: 'DELETE',
+          headers: { 'x-request-id': 'audit-remove-1' },
+        }),
+        200,
+      );
+      const entry = { list: 'deny', chain: 'base', target, label: 'drainer', reason: 'seen twice' };
+      const who = { actor_type: 'api_key', actor_id: acme.key.id, actor_label: acme.key.prefix };
+      expect(await audit('resource_id = ?', [added.id])).toEqual([
+        {
+          account_id: acme.account.id,
+          ...who,
+          action: 'list_entry.added',
+          resource_type: 'list_entry',
+          resource_id: added.id,
+          request_id: 'audit-add-1',
+          before: null,
+          after: entry,
+        },
+        {
+          account_id: acme.account.id,
+          ...who,
+          action: 'list_entry.removed',
+          resource_type: 'list_entry',
+          resource_id: added.id,
+          request_id: 'audit-remove-1',
+          before: entry,
+          after: null,
+        },
+      ]);
+    });
+
+    it('records nothing for a refused change (409, 404)', async () => {
+      const target = evmAddress();
+      await addOk(globex, 'allow', { target });
+      await expectProblem(
+        await api(globex, '/allow/entries', {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-request-id': 'audit-dup-1' },
+          body: JSON.stringify({ target }),
+        }),
+        409,
+        'conflict',
+      );
+      await expectProblem(
+        await api(globex, '/allow/entries/lst_000000000000000000000000000', {
+          method: 'DELETE',
+          headers: { 'x-request-id': 'audit-missing-1' },
+        }),
+        404,
+        'not_found',
+      );
+      expect(await audit('request_id in (?, ?)', ['audit-dup-1', 'audit-missing-1'])).toEqual([]);
+    });
+
+    it('records sanctions.imported (no account) with the operator of --actor, else RISKWATCH_OPERATOR', async () => {
+      const file = join(tmp, 'audited.csv');
+      writeFileSync(file, `address,currency,name\n${evmAddress()},ETH,Audited\n${SOLANA},SOL,Audited\n`);
+      const args = ['--format', 'csv', '--source', 'audited', '--as-of', '2026-11-01'];
+      await importFile(file, ...args, '--actor', 'alice@ops');
+      writeFileSync(file, `address,currency,name\n${SOLANA},SOL,Audited\n`);
+      await cliJson({ ...testEnv.env, RISKWATCH_OPERATOR: 'bob@ops' }, ['lists', 'import', ...args, file]);
+      const imported = await audit('action = ? and resource_id = ?', ['sanctions.imported', 'audited']);
+      const record = (actor: string, after: Record<string, unknown>) => ({
+        account_id: null,
+        actor_type: 'operator',
+        actor_id: actor,
+        actor_label: null,
+        action: 'sanctions.imported',
+        resource_type: 'sanctions_source',
+        resource_id: 'audited',
+        request_id: null,
+        before: null,
+        after: { source: 'audited', list_as_of: '2026-11-01', ...after },
+      });
+      expect(imported).toEqual([
+        record('alice@ops', { total: 2, added: 2, removed: 0 }),
+        record('bob@ops', { total: 1, added: 0, removed: 1 }),
+      ]);
+      await expect(cli(testEnv.env, ['lists', 'import', ...args, '--actor', ' ', file])).rejects.toThrow(
+        /1 to 300 characters/,
+      );
+    });
+  });
+
   describe('usage', () => {
     it('records the list calls in the account’s usage history, by route template', async () => {
       const endpoint = '/api/v1/lists/{list}/entries';

@@ -213,8 +213,14 @@ describe('GET /api/v1/usage', () => {
         'api_key_id',
         'api_key_prefix',
         'request_id',
+        'target',
+        'chain',
+        'network',
+        'targets',
       ].sort(),
     );
+    // A usage call is about no target: the fields are there, null.
+    expect([entry.target, entry.chain, entry.network, entry.targets]).toEqual([null, null, null, null]);
 
     const second = await eventually(async () => {
       const b = await callsOf(caller);
@@ -810,6 +816,58 @@ describe('GET /api/v1/usage', () => {
     const days = await usage<UsageBucketBody>(svc, replay.keys.r1!, { api_key_id: keyId, group_by: 'day' });
     expect(days.data.map((b) => [b.total, b.by_status, b.latency_ms_avg, b.latency_ms_p95])).toEqual([
       [5, { '200': 4, '429': 1 }, 20, 40],
+    ]);
+  });
+
+  it('stores what a call was about from the stream, and entries written before those fields existed', async () => {
+    const streamKey = `${env.REDIS_KEY_PREFIX}usage:stream`;
+    const keyId = 'key_about00000000000000000000000';
+    const now = Date.now();
+    const base = (i: number) => ({
+      id: `use_${(now + i).toString(16).padStart(12, '0')}${'a'.repeat(15)}${i}`,
+      account_id: replay.accountId,
+      api_key_id: keyId,
+      api_key_prefix: 'rwk_abut',
+      method: 'POST',
+      endpoint: '/api/v1/shield/preflight',
+      status: 200,
+      latency_ms: 3,
+      request_id: `about-${i}`,
+      at: new Date(now - 60_000 + i * 1000).toISOString(),
+    });
+    const batch: UsageEntry[] = [
+      // As an API before this release wrote it: no target fields at all.
+      base(0),
+      {
+        ...base(1),
+        target: '0x4Cd241E8d1510e30b2076397afc7508Ae59C66c9',
+        chain: 'ethereum',
+        network: 'mainnet',
+      },
+      { ...base(2), targets: 250 },
+      // Longer than the columns (a client's raw chain name): cut, never a failed batch.
+      { ...base(3), target: 'x'.repeat(300), chain: 'c'.repeat(100), network: 'n'.repeat(100) },
+    ];
+    const redis = new Redis(REDIS_URL);
+    try {
+      const id = await redis.xadd(streamKey, '*', 'b', JSON.stringify(batch));
+      const drained = await eventually(
+        async () => (await redis.xrange(streamKey, id!, id!)).length === 0,
+        10_000,
+      );
+      expect(drained).toBe(true);
+    } finally {
+      redis.disconnect();
+    }
+    const body = await usage(svc, replay.keys.r1!, { api_key_id: keyId });
+    const about = body.data
+      .sort((a, b) => a.request_id.localeCompare(b.request_id))
+      .map((c) => [c.target, c.chain, c.network, c.targets]);
+    expect(about).toEqual([
+      [null, null, null, null],
+      ['0x4Cd241E8d1510e30b2076397afc7508Ae59C66c9', 'ethereum', 'mainnet', null],
+      [null, null, null, 250],
+      ['x'.repeat(200), 'c'.repeat(40), 'n'.repeat(40), null],
     ]);
   });
 

@@ -6,6 +6,7 @@ import pg from 'pg';
 import { getAddress } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolveNetwork } from '../../src/chains/registry.js';
+import { operatorActor } from '../../src/audit/actor.js';
 import { connectDatabase as connectOrm } from '../../src/database.js';
 import type { Orm } from '../../src/db/orm.js';
 import type {
@@ -416,8 +417,9 @@ describe('watchlists API (built service over HTTP)', () => {
         const limited = watchlistServices(orm, 5);
         const initech = await db.customer('initech');
         const accountId = initech.account.id;
-        const a = await limited.lists.createWatchlist(accountId, { name: 'a' });
-        const b = await limited.lists.createWatchlist(accountId, { name: 'b' });
+        const actor = operatorActor('watchlists-api-test');
+        const a = await limited.lists.createWatchlist(accountId, { name: 'a' }, actor);
+        const b = await limited.lists.createWatchlist(accountId, { name: 'b' }, actor);
         const three = [evmAddress(), evmAddress(), evmAddress()];
         expect(
           (
@@ -425,16 +427,22 @@ describe('watchlists API (built service over HTTP)', () => {
               accountId,
               a.id,
               three.map((target) => ({ target })),
+              actor,
             )
           ).created,
         ).toBe(3);
-        const more = await limited.entries.addEntries(accountId, b.id, [
-          { target: evmAddress() },
-          { target: 'bad' },
-          { target: evmAddress() },
-          { target: evmAddress() },
-          { target: evmAddress() },
-        ]);
+        const more = await limited.entries.addEntries(
+          accountId,
+          b.id,
+          [
+            { target: evmAddress() },
+            { target: 'bad' },
+            { target: evmAddress() },
+            { target: evmAddress() },
+            { target: evmAddress() },
+          ],
+          actor,
+        );
         expect(more.results.map((r) => r.code ?? r.status)).toEqual([
           'created',
           'invalid_address',
@@ -448,6 +456,7 @@ describe('watchlists API (built service over HTTP)', () => {
           accountId,
           a.id,
           three.map((target) => ({ target })),
+          actor,
         );
         expect(again.exists).toBe(3);
         expect(await count('watchlist_entries', 'account_id = $1', [accountId])).toBe(5);

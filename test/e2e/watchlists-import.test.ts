@@ -9,6 +9,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectDatabase as connectOrm } from '../../src/database.js';
 import type { Orm } from '../../src/db/orm.js';
+import { operatorActor } from '../../src/audit/actor.js';
 import { PROJECT_ROOT } from '../../src/platform/paths.js';
 import type { ImportSummaryBody } from '../../src/watchlists/schemas.js';
 import type { WatchlistsService } from '../../src/watchlists/lists.js';
@@ -22,6 +23,8 @@ import { freePort, prepareEnv, type TestEnv } from '../support/service.js';
  */
 
 const MAIN = join(PROJECT_ROOT, 'dist', 'src', 'main.js');
+/** Who creates this test's lists (through the service, not the API). */
+const OPERATOR = operatorActor('watchlists-import-test');
 
 interface CliRun {
   code: number;
@@ -136,7 +139,7 @@ describe('riskwatch watchlists import (built CLI)', () => {
     out.end();
     await once(out, 'finish');
 
-    const list = await watchlists.createWatchlist(acme.account.id, { name: 'big' });
+    const list = await watchlists.createWatchlist(acme.account.id, { name: 'big' }, OPERATOR);
     const first = await importFile('acme', list.id, file); // the account by org id
     expect(first.code, first.stderr).toBe(0);
     expect(first.summary).toMatchObject({
@@ -200,7 +203,7 @@ describe('riskwatch watchlists import (built CLI)', () => {
     ];
     const file = join(tmp, 'bad-rows.csv');
     writeFileSync(file, rows.join('\n') + '\n');
-    const list = await watchlists.createWatchlist(acme.account.id, { name: 'bad rows' });
+    const list = await watchlists.createWatchlist(acme.account.id, { name: 'bad rows' }, OPERATOR);
     const res = await importFile('acme', list.id, file);
     expect(res.code, res.stderr).toBe(0);
     expect(res.summary!.errors.map((e) => [e.line, e.code])).toEqual([
@@ -222,7 +225,7 @@ describe('riskwatch watchlists import (built CLI)', () => {
   });
 
   it('refuses a file without a target column, an unknown account, and another account’s watchlist', async () => {
-    const list = await watchlists.createWatchlist(acme.account.id, { name: 'refusals' });
+    const list = await watchlists.createWatchlist(acme.account.id, { name: 'refusals' }, OPERATOR);
     const noTarget = join(tmp, 'no-target.csv');
     writeFileSync(noTarget, `address,chain\n${evmAddress()},ethereum\n`);
     const bad = await importFile('acme', list.id, noTarget);
@@ -271,7 +274,7 @@ describe('riskwatch watchlists import (built CLI)', () => {
     ];
     const file = join(tmp, 'long-rows.csv');
     writeFileSync(file, rows.join('\n') + '\n');
-    const list = await watchlists.createWatchlist(acme.account.id, { name: 'long rows' });
+    const list = await watchlists.createWatchlist(acme.account.id, { name: 'long rows' }, OPERATOR);
     const res = await importFile('acme', list.id, file);
     expect(res.code, res.stderr).toBe(0);
     expect(res.summary).toMatchObject({ rows: 3, created: 2, failed: 1 });
@@ -294,7 +297,7 @@ describe('riskwatch watchlists import (built CLI)', () => {
     for (let i = 0; i < 100; i++) rows += `${evmAddress()},after\n`;
     const file = join(tmp, 'bad-quote.csv');
     writeFileSync(file, rows);
-    const list = await watchlists.createWatchlist(acme.account.id, { name: 'bad quote' });
+    const list = await watchlists.createWatchlist(acme.account.id, { name: 'bad quote' }, OPERATOR);
     const run = await runCli(testEnv.env, ['watchlists', 'import', 'acme', list.id, file]);
     expect(run.code, run.stderr).toBe(1);
     const summary = JSON.parse(run.stdout) as ImportSummaryBody;
@@ -324,7 +327,7 @@ describe('riskwatch watchlists import (built CLI)', () => {
     out.end();
     await once(out, 'finish');
 
-    const list = await watchlists.createWatchlist(acme.account.id, { name: 'unclosed quote' });
+    const list = await watchlists.createWatchlist(acme.account.id, { name: 'unclosed quote' }, OPERATOR);
     const run = await runCli(testEnv.env, ['watchlists', 'import', 'acme', list.id, file], { maxRss: true });
     expect(run.code, run.stderr).toBe(1);
     const summary = JSON.parse(run.stdout) as ImportSummaryBody;
@@ -337,9 +340,11 @@ describe('riskwatch watchlists import (built CLI)', () => {
     expect(run.stderr).toContain(`invalid_request: ${refusal}`);
 
     // The peak RSS is that of importing the same rows without the bad one (the CLI's own is ~200 MiB).
-    const baselineList = await watchlists.createWatchlist(acme.account.id, {
-      name: 'unclosed quote, baseline',
-    });
+    const baselineList = await watchlists.createWatchlist(
+      acme.account.id,
+      { name: 'unclosed quote, baseline' },
+      OPERATOR,
+    );
     const baseline = await runCli(testEnv.env, ['watchlists', 'import', 'acme', baselineList.id, good], {
       maxRss: true,
     });
@@ -368,7 +373,7 @@ describe('riskwatch watchlists import (built CLI)', () => {
     out.end();
     await once(out, 'finish');
 
-    const list = await watchlists.createWatchlist(acme.account.id, { name: 'commas' });
+    const list = await watchlists.createWatchlist(acme.account.id, { name: 'commas' }, OPERATOR);
     const run = await runCli(testEnv.env, ['watchlists', 'import', 'acme', list.id, file], { maxRss: true });
     expect(run.code, run.stderr).toBe(1);
     const summary = JSON.parse(run.stdout) as ImportSummaryBody;

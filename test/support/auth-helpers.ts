@@ -4,6 +4,7 @@ import { generateApiKey } from '../../src/accounts/api-key-format.js';
 import { presentAccount, presentCreatedKey } from '../../src/accounts/present.js';
 import type { AccountBody, CreatedApiKeyBody } from '../../src/accounts/schemas.js';
 import { AccountsService } from '../../src/accounts/service.js';
+import { operatorActor } from '../../src/audit/actor.js';
 import { connectDatabase as connectOrm } from '../../src/database.js';
 import { cliJson, startService, type RunningService } from './service.js';
 import { JWT_AUDIENCE, JWT_ISSUER, KEY_ADMIN_ROLE } from './jwt.js';
@@ -59,6 +60,9 @@ export async function expectJson<T = Record<string, unknown>>(res: Response, sta
 
 // ---- provisioning ---------------------------------------------------------------------------------
 
+/** The operator the tests' direct service calls are made as (the audit log names `test`). */
+export const TEST_ACTOR = operatorActor('test');
+
 export type EntitlementState = 'active' | 'none' | 'suspended' | 'revoked' | 'expired';
 
 export interface Customer {
@@ -81,15 +85,15 @@ export async function openAccounts(env: Record<string, string>) {
     opts: { entitlement?: EntitlementState; rateLimitPerMin?: number } = {},
   ): Promise<Customer> => {
     const state = opts.entitlement ?? 'active';
-    const acc = await accounts.createAccount({ name });
-    const created = await accounts.createKey(acc.id, { name: `${name}-key`, createdBy: 'test' });
+    const acc = await accounts.createAccount({ name }, TEST_ACTOR);
+    const created = await accounts.createKey(acc.id, { name: `${name}-key` }, TEST_ACTOR);
     if (state !== 'none') {
       const grant = ['entitlements', 'grant', name];
       if (state === 'expired') grant.push('--expires-at', '2020-01-01T00:00:00Z');
       if (opts.rateLimitPerMin !== undefined)
         grant.push('--rate-limit-per-min', String(opts.rateLimitPerMin));
       if (state === 'active' && opts.rateLimitPerMin === undefined)
-        await accounts.grantEntitlement(acc.id, {});
+        await accounts.grantEntitlement(acc.id, {}, TEST_ACTOR);
       else expect(await cliJson(env, grant)).toMatchObject({ status: 'active', account_id: acc.id });
       if (state === 'suspended' || state === 'revoked') {
         const verb = state === 'suspended' ? 'suspend' : 'revoke';

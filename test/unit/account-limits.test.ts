@@ -1,6 +1,7 @@
 import { getAddress } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AccountsService } from '../../src/accounts/service.js';
+import { operatorActor } from '../../src/audit/actor.js';
 import { BUILT_IN_NETWORKS } from '../../src/chains/registry.js';
 import { applyMigrations } from '../../src/db/migrate.js';
 import { ListsService } from '../../src/lists/service.js';
@@ -12,6 +13,9 @@ import { connectDatabase as connectOrm } from '../../src/database.js';
 import type { Orm } from '../../src/db/orm.js';
 import { createTestDatabase } from '../support/env.js';
 import { rejection } from '../support/rejection.js';
+
+/** Who changes the lists here (the audit log names it). */
+const ACTOR = operatorActor('test');
 
 let evmCounter = 0;
 const evmAddress = () => getAddress(`0x${(0xce111000 + ++evmCounter).toString(16).padStart(40, 'c')}`);
@@ -54,9 +58,9 @@ describe('per-account ceilings (services on PostgreSQL)', () => {
 
   describe('API keys per account', () => {
     it('refuses the key past the ceiling with limit_exceeded naming the limit, its value and the account', async () => {
-      const acc = await accounts.createAccount({ name: 'acme' });
-      for (const name of ['one', 'two', 'three']) await accounts.createKey(acc.id, { name, createdBy: 't' });
-      const err = await rejection(accounts.createKey(acc.id, { name: 'four', createdBy: 't' }));
+      const acc = await accounts.createAccount({ name: 'acme' }, ACTOR);
+      for (const name of ['one', 'two', 'three']) await accounts.createKey(acc.id, { name }, ACTOR);
+      const err = await rejection(accounts.createKey(acc.id, { name: 'four' }, ACTOR));
       expect(err.code).toBe('limit_exceeded');
       expect(err.message).toBe(
         'Account acme already has 3 active API keys; the limit is 3 ' +
@@ -66,24 +70,23 @@ describe('per-account ceilings (services on PostgreSQL)', () => {
     });
 
     it('counts active keys only: a revoked or an expired key makes room', async () => {
-      const acc = await accounts.createAccount({ name: 'globex' });
-      const a = await accounts.createKey(acc.id, { name: 'a', createdBy: 't' });
-      await accounts.createKey(acc.id, { name: 'b', createdBy: 't' });
-      await accounts.createKey(acc.id, {
-        name: 'short',
-        expiresAt: new Date(Date.now() + 300),
-        createdBy: 't',
-      });
-      expect((await rejection(accounts.createKey(acc.id, { name: 'x', createdBy: 't' }))).code).toBe(
-        'limit_exceeded',
+      const acc = await accounts.createAccount({ name: 'globex' }, ACTOR);
+      const a = await accounts.createKey(acc.id, { name: 'a' }, ACTOR);
+      await accounts.createKey(acc.id, { name: 'b' }, ACTOR);
+      await accounts.createKey(
+        acc.id,
+        {
+          name: 'short',
+          expiresAt: new Date(Date.now() + 300),
+        },
+        ACTOR,
       );
-      await accounts.revokeKey(acc.id, a.view.id);
-      await accounts.createKey(acc.id, { name: 'after revoke', createdBy: 't' });
-      expect((await rejection(accounts.createKey(acc.id, { name: 'x', createdBy: 't' }))).code).toBe(
-        'limit_exceeded',
-      );
+      expect((await rejection(accounts.createKey(acc.id, { name: 'x' }, ACTOR))).code).toBe('limit_exceeded');
+      await accounts.revokeKey(acc.id, a.view.id, ACTOR);
+      await accounts.createKey(acc.id, { name: 'after revoke' }, ACTOR);
+      expect((await rejection(accounts.createKey(acc.id, { name: 'x' }, ACTOR))).code).toBe('limit_exceeded');
       await new Promise((r) => setTimeout(r, 400));
-      await accounts.createKey(acc.id, { name: 'after expiry', createdBy: 't' });
+      await accounts.createKey(acc.id, { name: 'after expiry' }, ACTOR);
       expect((await accounts.listKeys(acc.id, { limit: 10 })).items.map((k) => k.status).sort()).toEqual([
         'active',
         'active',
@@ -94,9 +97,9 @@ describe('per-account ceilings (services on PostgreSQL)', () => {
     });
 
     it('holds under concurrent creations: exactly the ceiling succeeds', async () => {
-      const acc = await accounts.createAccount({ name: 'initech' });
+      const acc = await accounts.createAccount({ name: 'initech' }, ACTOR);
       const { ok, codes } = await outcomes(
-        Array.from({ length: 12 }, (_, i) => accounts.createKey(acc.id, { name: `k${i}`, createdBy: 't' })),
+        Array.from({ length: 12 }, (_, i) => accounts.createKey(acc.id, { name: `k${i}` }, ACTOR)),
       );
       expect(ok).toHaveLength(3);
       expect(codes).toEqual(Array(9).fill('limit_exceeded'));
@@ -107,45 +110,45 @@ describe('per-account ceilings (services on PostgreSQL)', () => {
     });
 
     it('keeps accounts apart, and has no ceiling when none is configured', async () => {
-      const full = await accounts.createAccount({ name: 'full' });
-      const other = await accounts.createAccount({ name: 'other' });
-      for (let i = 0; i < 3; i++) await accounts.createKey(full.id, { name: `f${i}`, createdBy: 't' });
-      await accounts.createKey(other.id, { name: 'unaffected', createdBy: 't' });
+      const full = await accounts.createAccount({ name: 'full' }, ACTOR);
+      const other = await accounts.createAccount({ name: 'other' }, ACTOR);
+      for (let i = 0; i < 3; i++) await accounts.createKey(full.id, { name: `f${i}` }, ACTOR);
+      await accounts.createKey(other.id, { name: 'unaffected' }, ACTOR);
       const unbounded = new AccountsService(orm, { keyCacheMs: 0, defaultRateLimitPerMin: 600 });
-      await unbounded.createKey(full.id, { name: 'no ceiling', createdBy: 't' });
+      await unbounded.createKey(full.id, { name: 'no ceiling' }, ACTOR);
       expect((await unbounded.listKeys(full.id, { limit: 10 })).items).toHaveLength(4);
     });
 
     it('answers not_found for an account that does not exist', async () => {
-      const err = await rejection(accounts.createKey('acc_missing', { name: 'x', createdBy: 't' }));
+      const err = await rejection(accounts.createKey('acc_missing', { name: 'x' }, ACTOR));
       expect(err.code).toBe('not_found');
     });
   });
 
   describe('list entries per account (deny and allow together)', () => {
     it('refuses the entry past the ceiling on either list, naming the limit; removing one makes room', async () => {
-      const acc = await accounts.createAccount({ name: 'umbrella' });
-      const first = await lists.addEntry(acc.id, 'deny', { target: evmAddress() }, 't');
-      await lists.addEntry(acc.id, 'deny', { target: evmAddress() }, 't');
-      await lists.addEntry(acc.id, 'allow', { target: evmAddress() }, 't');
+      const acc = await accounts.createAccount({ name: 'umbrella' }, ACTOR);
+      const first = await lists.addEntry(acc.id, 'deny', { target: evmAddress() }, ACTOR);
+      await lists.addEntry(acc.id, 'deny', { target: evmAddress() }, ACTOR);
+      await lists.addEntry(acc.id, 'allow', { target: evmAddress() }, ACTOR);
       for (const list of ['deny', 'allow']) {
-        const err = await rejection(lists.addEntry(acc.id, list, { target: evmAddress() }, 't'));
+        const err = await rejection(lists.addEntry(acc.id, list, { target: evmAddress() }, ACTOR));
         expect(err.code).toBe('limit_exceeded');
         expect(err.message).toBe(
           'Account umbrella already has 3 entries on its deny and allow lists; the limit is 3 ' +
             '(lists.max_entries_per_account / RISKWATCH_MAX_LIST_ENTRIES_PER_ACCOUNT). Remove entries to add others.',
         );
       }
-      await lists.removeEntry(acc.id, 'deny', first.id);
-      await lists.addEntry(acc.id, 'allow', { target: evmAddress() }, 't');
+      await lists.removeEntry(acc.id, 'deny', first.id, ACTOR);
+      await lists.addEntry(acc.id, 'allow', { target: evmAddress() }, ACTOR);
       expect(await lists.orgEntries(acc.id)).toHaveLength(3);
     });
 
     it('holds under concurrent additions: exactly the ceiling succeeds', async () => {
-      const acc = await accounts.createAccount({ name: 'hooli' });
+      const acc = await accounts.createAccount({ name: 'hooli' }, ACTOR);
       const { ok, codes } = await outcomes(
         Array.from({ length: 12 }, (_, i) =>
-          lists.addEntry(acc.id, i % 2 ? 'deny' : 'allow', { target: evmAddress() }, 't'),
+          lists.addEntry(acc.id, i % 2 ? 'deny' : 'allow', { target: evmAddress() }, ACTOR),
         ),
       );
       expect(ok).toHaveLength(3);
@@ -154,14 +157,14 @@ describe('per-account ceilings (services on PostgreSQL)', () => {
     });
 
     it('still reports a duplicate as conflict below the ceiling, and keeps accounts apart', async () => {
-      const a = await accounts.createAccount({ name: 'stark' });
-      const b = await accounts.createAccount({ name: 'wayne' });
+      const a = await accounts.createAccount({ name: 'stark' }, ACTOR);
+      const b = await accounts.createAccount({ name: 'wayne' }, ACTOR);
       const target = evmAddress();
-      await lists.addEntry(a.id, 'deny', { target }, 't');
-      expect((await rejection(lists.addEntry(a.id, 'deny', { target }, 't'))).code).toBe('conflict');
-      await lists.addEntry(a.id, 'deny', { target: evmAddress() }, 't');
-      await lists.addEntry(a.id, 'deny', { target: evmAddress() }, 't');
-      await lists.addEntry(b.id, 'deny', { target }, 't');
+      await lists.addEntry(a.id, 'deny', { target }, ACTOR);
+      expect((await rejection(lists.addEntry(a.id, 'deny', { target }, ACTOR))).code).toBe('conflict');
+      await lists.addEntry(a.id, 'deny', { target: evmAddress() }, ACTOR);
+      await lists.addEntry(a.id, 'deny', { target: evmAddress() }, ACTOR);
+      await lists.addEntry(b.id, 'deny', { target }, ACTOR);
       expect(await lists.orgEntries(b.id)).toHaveLength(1);
     });
   });

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { generateApiKey, hashApiKey } from '../../src/accounts/api-key-format.js';
 import { AccountsService, type AccountsOptions } from '../../src/accounts/service.js';
+import { operatorActor } from '../../src/audit/actor.js';
 import { applyMigrations } from '../../src/db/migrate.js';
 import { createLogger } from '../../src/platform/logger.js';
 import { connectDatabase as connectOrm } from '../../src/database.js';
@@ -9,6 +10,7 @@ import { createTestDatabase } from '../support/env.js';
 import { rejection } from '../support/rejection.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const ACTOR = operatorActor('test');
 
 /**
  * AccountsService.authenticateApiKey's caches against a real PostgreSQL: what it remembers (found keys,
@@ -28,7 +30,7 @@ describe('API key lookup caches (AccountsService on PostgreSQL)', () => {
       defaultRateLimitPerMin: 600,
       ...options,
     });
-  const newKey = async (name: string) => (await admin.createKey(accountId, { name, createdBy: 'test' })).key;
+  const newKey = async (name: string) => (await admin.createKey(accountId, { name }, ACTOR)).key;
 
   /** Runs `fn` and returns how many statements the service sent to PostgreSQL meanwhile. */
   async function queriesDuring(fn: () => Promise<unknown>): Promise<number> {
@@ -46,8 +48,8 @@ describe('API key lookup caches (AccountsService on PostgreSQL)', () => {
     orm = await connectOrm(db.url, 8);
     await applyMigrations(orm, createLogger('silent'));
     admin = service({ keyCacheMs: 0, unknownKeyCacheMs: 0 });
-    accountId = (await admin.createAccount({ name: 'acme' })).id;
-    await admin.grantEntitlement(accountId, {});
+    accountId = (await admin.createAccount({ name: 'acme' }, ACTOR)).id;
+    await admin.grantEntitlement(accountId, {}, ACTOR);
   });
 
   afterAll(async () => {
@@ -143,7 +145,7 @@ describe('API key lookup caches (AccountsService on PostgreSQL)', () => {
     const otherReplica = service();
     const key = await newKey('revoked elsewhere');
     const principal = await svc.authenticateApiKey(key);
-    await otherReplica.revokeKey(accountId, principal.keyId);
+    await otherReplica.revokeKey(accountId, principal.keyId, ACTOR);
     // Still within keyCacheMs: this replica answers from memory.
     expect(await queriesDuring(() => svc.authenticateApiKey(key))).toBe(0);
     await sleep(400);
@@ -156,7 +158,7 @@ describe('API key lookup caches (AccountsService on PostgreSQL)', () => {
     const svc = service();
     const key = await newKey('revoked here');
     const principal = await svc.authenticateApiKey(key);
-    await svc.revokeKey(accountId, principal.keyId);
+    await svc.revokeKey(accountId, principal.keyId, ACTOR);
     expect((await rejection(svc.authenticateApiKey(key))).message).toBe('The API key has been revoked.');
   });
 

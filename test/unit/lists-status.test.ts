@@ -1,6 +1,7 @@
 import { createReadStream } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { operatorActor } from '../../src/audit/actor.js';
 import { ChainProviders } from '../../src/chains/providers.js';
 import { BUILT_IN_NETWORKS } from '../../src/chains/registry.js';
 import { applyMigrations } from '../../src/db/migrate.js';
@@ -34,6 +35,9 @@ const DELISTED_EVM = '0xAcBa122Cb40f7260F95E6722c3FC240AE68317D2';
 const LISTED_SOL = '5k8iuEj3HfV27qePWPj1XmtWEcc2FgcE9VuoX32vsZms';
 const UNLISTED_EVM = '0x1111111111111111111111111111111111111111';
 const UNLISTED_SOL = '8xDMMWeMZcMEavSWLJkk56cfnDdcEzhReuouQ9Dn82u7';
+
+/** Who changes the lists here (the audit log names it). */
+const ACTOR = operatorActor('test');
 
 /** ListsService against a migrated PostgreSQL database of this file's own. */
 describe('ListsService on PostgreSQL + ListsCache: sanctions import, deny/allow lists, status', () => {
@@ -120,7 +124,7 @@ describe('ListsService on PostgreSQL + ListsCache: sanctions import, deny/allow 
         ACME,
         'deny',
         { target: LISTED_EVM.toLowerCase(), label: 'drainer', reason: 'phishing kit' },
-        'test',
+        ACTOR,
       );
       expect(entry).toMatchObject({
         list: 'deny',
@@ -134,27 +138,31 @@ describe('ListsService on PostgreSQL + ListsCache: sanctions import, deny/allow 
     });
 
     it('treats "every chain" as one chain for duplicates (409), and keeps the lists and chains apart', async () => {
-      const err = await rejection(lists.addEntry(ACME, 'deny', { target: LISTED_EVM }, 'test'));
+      const err = await rejection(lists.addEntry(ACME, 'deny', { target: LISTED_EVM }, ACTOR));
       expect(err.code).toBe('conflict');
-      await lists.addEntry(ACME, 'deny', { target: LISTED_EVM, chain: 'base' }, 'test');
-      await lists.addEntry(ACME, 'allow', { target: LISTED_EVM }, 'test');
+      await lists.addEntry(ACME, 'deny', { target: LISTED_EVM, chain: 'base' }, ACTOR);
+      await lists.addEntry(ACME, 'allow', { target: LISTED_EVM }, ACTOR);
       expect(
-        (
-          await rejection(
-            lists.addEntry(ACME, 'deny', { target: LISTED_EVM, network: 'eip155:8453' }, 'test'),
-          )
-        ).code,
+        (await rejection(lists.addEntry(ACME, 'deny', { target: LISTED_EVM, network: 'eip155:8453' }, ACTOR)))
+          .code,
       ).toBe('conflict');
     });
 
     it('validates the target for the chain and resolves chains the install has no RPC URL for', async () => {
       expect(
-        (await rejection(lists.addEntry(ACME, 'deny', { target: LISTED_SOL, chain: 'ethereum' }, 't'))).code,
+        (await rejection(lists.addEntry(ACME, 'deny', { target: LISTED_SOL, chain: 'ethereum' }, ACTOR)))
+          .code,
       ).toBe('invalid_address');
       expect(
-        (await rejection(lists.addEntry(ACME, 'deny', { target: LISTED_EVM, chain: 'dogechain' }, 't'))).code,
+        (await rejection(lists.addEntry(ACME, 'deny', { target: LISTED_EVM, chain: 'dogechain' }, ACTOR)))
+          .code,
       ).toBe('unsupported_chain');
-      const onSepolia = await lists.addEntry(ACME, 'deny', { target: UNLISTED_EVM, network: 'sepolia' }, 't');
+      const onSepolia = await lists.addEntry(
+        ACME,
+        'deny',
+        { target: UNLISTED_EVM, network: 'sepolia' },
+        ACTOR,
+      );
       expect(onSepolia.chain).toBe('ethereum');
       // No RPC URL anywhere: the risk engine could not use polygon, but a list entry for it is fine.
       const providers = ChainProviders.fromConfig(loadConfig({}).chains);
@@ -164,13 +172,13 @@ describe('ListsService on PostgreSQL + ListsCache: sanctions import, deny/allow 
         ACME,
         'allow',
         { target: UNLISTED_EVM, chain: 'polygon' },
-        't',
+        ACTOR,
       );
       expect(polygon.chain).toBe('polygon');
     });
 
     it('answers not_found for a list other than deny/allow', async () => {
-      expect((await rejection(lists.addEntry(ACME, 'grey', { target: LISTED_EVM }, 't'))).code).toBe(
+      expect((await rejection(lists.addEntry(ACME, 'grey', { target: LISTED_EVM }, ACTOR))).code).toBe(
         'not_found',
       );
       expect((await rejection(lists.listEntries(ACME, 'grey', { limit: 10 }))).code).toBe('not_found');
@@ -228,7 +236,7 @@ describe('ListsService on PostgreSQL + ListsCache: sanctions import, deny/allow 
         allowed: null,
         sanctioned: expect.objectContaining({ source: 'OFAC SDN' }) as unknown,
       });
-      await lists.addEntry(GLOBEX, 'allow', { target: UNLISTED_SOL }, 'test');
+      await lists.addEntry(GLOBEX, 'allow', { target: UNLISTED_SOL }, ACTOR);
       expect((await status(GLOBEX, 'solana', UNLISTED_SOL)).allowed).toMatchObject({
         target: UNLISTED_SOL,
       });
@@ -260,10 +268,10 @@ describe('ListsService on PostgreSQL + ListsCache: sanctions import, deny/allow 
       await replica.start();
       try {
         expect((await replica.view(GLOBEX)).status('ethereum', UNLISTED_EVM).denied).toBeNull();
-        const entry = await lists.addEntry(GLOBEX, 'deny', { target: UNLISTED_EVM }, 'test');
+        const entry = await lists.addEntry(GLOBEX, 'deny', { target: UNLISTED_EVM }, ACTOR);
         const deniedId = async () => (await replica.view(GLOBEX)).status('ethereum', UNLISTED_EVM).denied?.id;
         expect(await eventually(deniedId, 2000, 10)).toBe(entry.id);
-        await lists.removeEntry(GLOBEX, 'deny', entry.id);
+        await lists.removeEntry(GLOBEX, 'deny', entry.id, ACTOR);
         expect(await eventually(async () => (await deniedId()) === undefined, 2000, 10)).toBe(true);
       } finally {
         replica.stop();
@@ -272,11 +280,71 @@ describe('ListsService on PostgreSQL + ListsCache: sanctions import, deny/allow 
     });
 
     it('reflects changes at once in the process that made them', async () => {
-      const entry = await lists.addEntry(GLOBEX, 'deny', { target: LISTED_SOL, chain: 'solana' }, 'test');
+      const entry = await lists.addEntry(GLOBEX, 'deny', { target: LISTED_SOL, chain: 'solana' }, ACTOR);
       expect((await status(GLOBEX, 'solana', LISTED_SOL)).denied?.id).toBe(entry.id);
-      expect((await rejection(lists.removeEntry(ACME, 'deny', entry.id))).code).toBe('not_found');
-      await lists.removeEntry(GLOBEX, 'deny', entry.id);
+      expect((await rejection(lists.removeEntry(ACME, 'deny', entry.id, ACTOR))).code).toBe('not_found');
+      await lists.removeEntry(GLOBEX, 'deny', entry.id, ACTOR);
       expect((await status(GLOBEX, 'solana', LISTED_SOL)).denied).toBeNull();
+    });
+  });
+
+  describe('ensureEntry (inside a caller’s transaction)', () => {
+    const INITECH = 'acc_initech';
+    const ensure = (target: string, chain: string | null, list = 'deny') =>
+      orm.em
+        .fork()
+        .transactional((em) => lists.ensureEntry(em, INITECH, list, { target, chain, reason: 'r' }, ACTOR));
+    const added = async (id: string) =>
+      (
+        await orm.em
+          .fork()
+          .getConnection()
+          .execute<{ n: number }[]>(
+            `select count(*)::int as n from audit_log where action = 'list_entry.added' and resource_id = ?`,
+            [id],
+          )
+      )[0]!.n;
+
+    it('creates once, then reuses the entry (no conflict); an every-chain entry covers a chain', async () => {
+      const first = await ensure(UNLISTED_EVM, 'ethereum');
+      expect(first).toMatchObject({ created: true, entry: { chain: 'ethereum', target: UNLISTED_EVM } });
+      expect(await added(first.entry.id)).toBe(1);
+      const again = await ensure(UNLISTED_EVM.toUpperCase().replace('0X', '0x'), 'eip155:1');
+      expect(again).toEqual({ created: false, entry: first.entry });
+      expect(await added(first.entry.id)).toBe(1);
+      // Another list, or another chain, is another entry.
+      expect((await ensure(UNLISTED_EVM, 'ethereum', 'allow')).created).toBe(true);
+      expect((await ensure(UNLISTED_EVM, 'base')).created).toBe(true);
+      // An every-chain entry covers every chain; a chain's entry does not cover every chain.
+      const everywhere = await ensure(LISTED_SOL, null);
+      expect((await ensure(LISTED_SOL, 'solana')).entry.id).toBe(everywhere.entry.id);
+      expect((await ensure(UNLISTED_EVM, null)).created).toBe(true);
+    });
+
+    it('lets concurrent callers race: one entry, one created, one audit record', async () => {
+      const results = await Promise.all(Array.from({ length: 6 }, () => ensure(UNLISTED_SOL, 'solana')));
+      expect(results.filter((r) => r.created)).toHaveLength(1);
+      expect(new Set(results.map((r) => r.entry.id)).size).toBe(1);
+      expect(await added(results[0]!.entry.id)).toBe(1);
+    });
+
+    it('rolls back with its caller, and the cache learns of a commit through changed()', async () => {
+      await expect(
+        orm.em.fork().transactional(async (em) => {
+          await lists.ensureEntry(em, INITECH, 'allow', { target: LISTED_EVM, chain: 'polygon' }, ACTOR);
+          throw new Error('the caller failed');
+        }),
+      ).rejects.toThrow('the caller failed');
+      expect((await lists.orgEntries(INITECH)).some((e) => e.chain === 'polygon')).toBe(false);
+      expect((await status(INITECH, 'polygon', LISTED_EVM)).allowed).toBeNull();
+      const { entry } = await ensure(LISTED_EVM, 'polygon', 'allow');
+      await lists.changed(INITECH);
+      expect((await status(INITECH, 'polygon', LISTED_EVM)).allowed?.id).toBe(entry.id);
+    });
+
+    it('refuses a bad target or list as addEntry does', async () => {
+      expect((await rejection(ensure(LISTED_SOL, 'ethereum'))).code).toBe('invalid_address');
+      expect((await rejection(ensure(UNLISTED_EVM, 'ethereum', 'grey'))).code).toBe('not_found');
     });
   });
 });

@@ -77,6 +77,45 @@ describe('UsageRecorder (real Redis stream)', () => {
     expect(Date.parse(stored!.at)).toBeLessThanOrEqual(Date.now());
   });
 
+  it('carries what the call was about (ctx.state.usageDetail), only the fields given', async () => {
+    const key = `${prefix}usage:detail`;
+    const recorder = new UsageRecorder(redis, key, logger);
+    const call = {
+      method: 'POST',
+      endpoint: '/api/v1/shield/preflight',
+      status: 200,
+      latencyMs: 2,
+      accountId: 'acc_1',
+      apiKeyId: 'key_1',
+      apiKeyPrefix: 'rwk_abcd',
+      requestId: 'req_1',
+    };
+    recorder.recordCall({
+      ...call,
+      detail: { target: '0x4Cd241E8d1510e30b2076397afc7508Ae59C66c9', chain: 'ethereum', network: 'mainnet' },
+    });
+    recorder.recordCall({ ...call, detail: { target: undefined, chain: 'solana', network: 'mainnet' } });
+    recorder.recordCall({ ...call, detail: { targets: 250 } });
+    recorder.recordCall({ ...call, detail: { targets: 1.5 } });
+    recorder.recordCall(call);
+    await recorder.flush(1000);
+    const about = (await batches(key))
+      .flat()
+      .map(({ target, chain, network, targets }) => ({ target, chain, network, targets }));
+    expect(about).toEqual([
+      {
+        target: '0x4Cd241E8d1510e30b2076397afc7508Ae59C66c9',
+        chain: 'ethereum',
+        network: 'mainnet',
+        targets: undefined,
+      },
+      { target: undefined, chain: 'solana', network: 'mainnet', targets: undefined },
+      { target: undefined, chain: undefined, network: undefined, targets: 250 },
+      { target: undefined, chain: undefined, network: undefined, targets: undefined },
+      { target: undefined, chain: undefined, network: undefined, targets: undefined },
+    ]);
+  });
+
   it('keeps failed batches while Redis is unreachable and writes them when it is back', async () => {
     const key = `${prefix}usage:b`;
     // A client whose connection is gone refuses every command at once, as when Redis is down.

@@ -158,6 +158,18 @@ export class ReservingRateLimiter {
     return { allowed: true, remaining: redisRemaining + left, resetMs: res.msBeforeNext };
   }
 
+  /**
+   * Takes `points` more at once (a bulk call's cost beyond its first point). When they do not fit in what
+   * is left of the window they are given back and the call is refused: a refused call costs nothing more.
+   */
+  async takeMore(key: string, quota: number, points: number): Promise<RateDecision> {
+    const res = await this.counter.consume(key, points);
+    if (res.consumedPoints <= quota)
+      return { allowed: true, remaining: quota - res.consumedPoints, resetMs: res.msBeforeNext };
+    await this.counter.reward(key, points);
+    return { allowed: false, remaining: 0, resetMs: res.msBeforeNext };
+  }
+
   /** Forgets ended windows, at most once a minute. */
   private sweep(now: number): void {
     this.nextSweep = now + 60_000;
@@ -182,12 +194,20 @@ export function rateLimiter(limiter: ReservingRateLimiter) {
     ctx.set('RateLimit-Policy', policy);
     ctx.set('RateLimit', state);
   };
-  /** A step of a route's handler (src/http/app.ts): synchronous while the key's reservation lasts. */
-  return (ctx: Context): void | Promise<void> => {
-    const principal = apiKeyOf(ctx);
-    const quota = principal.rateLimitPerMin;
-    const taken = limiter.take(principal.keyId, quota);
-    if (taken instanceof Promise) return taken.then((decision) => apply(ctx, quota, decision));
-    apply(ctx, quota, taken);
+  return {
+    /** A step of a route's handler (src/http/app.ts): synchronous while the key's reservation lasts. */
+    take: (ctx: Context): void | Promise<void> => {
+      const principal = apiKeyOf(ctx);
+      const quota = principal.rateLimitPerMin;
+      const taken = limiter.take(principal.keyId, quota);
+      if (taken instanceof Promise) return taken.then((decision) => apply(ctx, quota, decision));
+      apply(ctx, quota, taken);
+    },
+    /** The extra points of a route with a `rateCost`, once its body is validated. */
+    takeMore: async (ctx: Context, points: number): Promise<void> => {
+      const principal = apiKeyOf(ctx);
+      const quota = principal.rateLimitPerMin;
+      apply(ctx, quota, await limiter.takeMore(principal.keyId, quota, points));
+    },
   };
 }

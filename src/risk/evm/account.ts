@@ -25,6 +25,8 @@ export const EIP1967_SLOTS = {
 } as const satisfies Record<string, Hex>;
 type SlotName = keyof typeof EIP1967_SLOTS;
 const SLOT_NAMES = ['implementation', 'admin', 'beacon'] as const satisfies readonly SlotName[];
+/** The storage slots `classifyEvmAccount` reads a proxy from: read them with the account. */
+export const PROXY_SLOTS: readonly Hex[] = SLOT_NAMES.map((name) => EIP1967_SLOTS[name]);
 
 /** EIP-7702 delegation designator: `0xef0100` ‖ 20-byte delegate (23 bytes). */
 const DESIGNATOR_PREFIX = '0xef0100';
@@ -94,7 +96,7 @@ export async function analyzeEvmAccount(
     state = await rpc.readAccount(target, {
       ...callOptions(),
       block,
-      storageSlots: SLOT_NAMES.map((name) => EIP1967_SLOTS[name]),
+      storageSlots: PROXY_SLOTS,
     });
   } catch (err) {
     throw providerFailure(err, label);

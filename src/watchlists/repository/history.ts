@@ -1,4 +1,6 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Orm } from '../../db/orm.js';
+import type { AlertStatus } from '../../events/schemas.js';
 import { run, Where } from '../../db/sql.js';
 import type { AlertsQuery } from '../schemas.js';
 import type { AlertRow, SnapshotRow } from '../views.js';
@@ -56,19 +58,29 @@ export class HistoryRows {
     );
   }
 
-  /** Sets an alert's status; its row, or undefined when the account's list has no such alert. */
-  async setAlertStatus(
+  /**
+   * The status of the account's list's alert, locked FOR UPDATE in `em`'s transaction; undefined when the
+   * list has no such alert.
+   */
+  async lockAlertStatus(
+    em: EntityManager,
     accountId: string,
     watchlistId: string,
     alertId: string,
-    status: string,
-  ): Promise<AlertRow | undefined> {
-    const [row] = await run<AlertRow[]>(
-      this.orm,
-      `update watchlist_alerts set status = ?, updated_at = now()
-        where id = ? and watchlist_id = ? and account_id = ? returning ${ALERT_COLUMNS}`,
-      [status, alertId, watchlistId, accountId],
+  ): Promise<AlertStatus | undefined> {
+    const [row] = await em.execute<{ status: AlertStatus }[]>(
+      'select status from watchlist_alerts where id = ? and watchlist_id = ? and account_id = ? for update',
+      [alertId, watchlistId, accountId],
     );
-    return row;
+    return row?.status;
+  }
+
+  /** Sets the status of an alert locked by lockAlertStatus; its row. */
+  async setAlertStatus(em: EntityManager, alertId: string, status: AlertStatus): Promise<AlertRow> {
+    const [row] = await em.execute<AlertRow[]>(
+      `update watchlist_alerts set status = ?, updated_at = now() where id = ? returning ${ALERT_COLUMNS}`,
+      [status, alertId],
+    );
+    return row!;
   }
 }

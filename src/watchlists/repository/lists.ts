@@ -67,19 +67,26 @@ export class ListRows {
     );
   }
 
-  async get(accountId: string, id: string): Promise<WatchlistRow | undefined> {
+  /** The account's list; in `em`'s transaction, locked FOR UPDATE. */
+  async get(accountId: string, id: string, em?: EntityManager): Promise<WatchlistRow | undefined> {
     const [row] = await run<WatchlistRow[]>(
-      this.orm,
-      `select ${WATCHLIST_COLUMNS}, ${ENTRY_COUNT} from watchlists w where w.id = ? and w.account_id = ?`,
+      em ?? this.orm,
+      `select ${WATCHLIST_COLUMNS}, ${ENTRY_COUNT} from watchlists w where w.id = ? and w.account_id = ?` +
+        (em ? ' for update of w' : ''),
       [id, accountId],
     );
     return row;
   }
 
   /** Sets the patch's columns (and `updated_at`); undefined when the account has no such list. */
-  async update(accountId: string, id: string, patch: Patch): Promise<WatchlistRow | undefined> {
+  async update(
+    accountId: string,
+    id: string,
+    patch: Patch,
+    em?: EntityManager,
+  ): Promise<WatchlistRow | undefined> {
     const [row] = await run<WatchlistRow[]>(
-      this.orm,
+      em ?? this.orm,
       `update watchlists w set ${patch.sql}, updated_at = now() where w.id = ? and w.account_id = ?
        returning ${WATCHLIST_COLUMNS}, ${ENTRY_COUNT}`,
       [...patch.params, id, accountId],

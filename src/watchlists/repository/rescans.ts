@@ -80,7 +80,7 @@ export class RescanRows {
     return row?.finished_at;
   }
 
-  async delete(rescanId: string): Promise<void> {
-    await run(this.orm, 'delete from watchlist_rescans where id = ?', [rescanId], 'run');
+  async delete(rescanId: string, em?: EntityManager): Promise<void> {
+    await run(em ?? this.orm, 'delete from watchlist_rescans where id = ?', [rescanId], 'run');
   }
 }

@@ -42,6 +42,16 @@ export interface DueRow {
   event_created_at: Date;
 }
 
+/** A delivery about to be sent again, and whether its endpoint is enabled. */
+export interface RedeliveryRow {
+  id: string;
+  endpoint_id: string;
+  event_id: string;
+  status: DeliveryStatus;
+  enabled: boolean;
+  disabled_reason: string | null;
+}
+
 /** An attempt as the delivery log records it, and where it leaves its delivery. */
 export interface AttemptRecord {
   id: string;
@@ -119,43 +129,45 @@ export class DeliveryRows {
     return row;
   }
 
-  /** The delivery made pending and due at `now` when its endpoint is enabled; undefined otherwise. */
-  async redeliver(
+  /**
+   * The account's delivery as it is, with whether its endpoint is enabled and why not: the delivery locked
+   * FOR UPDATE and its endpoint FOR SHARE in `em`'s transaction, for a redelivery.
+   */
+  async lockForRedelivery(
+    em: EntityManager,
     accountId: string,
     deliveryId: string,
-    now: Date,
-  ): Promise<{ id: string; endpoint_id: string } | undefined> {
-    const [row] = await run<{ id: string; endpoint_id: string }[]>(
-      this.orm,
-      `update webhook_deliveries d set status = 'pending', next_attempt_at = ?::timestamptz
-         from webhook_endpoints w
-        where d.id = ? and d.account_id = ? and w.id = d.endpoint_id and w.account_id = d.account_id
-          and w.enabled
-        returning d.id, d.endpoint_id`,
-      [now.toISOString(), deliveryId, accountId],
-    );
-    return row;
-  }
-
-  /** The account's delivery's endpoint and why it is disabled. */
-  async endpointOf(
-    accountId: string,
-    deliveryId: string,
-  ): Promise<{ endpoint_id: string; disabled_reason: string | null } | undefined> {
-    const [row] = await run<{ endpoint_id: string; disabled_reason: string | null }[]>(
-      this.orm,
-      `select d.endpoint_id, w.disabled_reason from webhook_deliveries d
-         join webhook_endpoints w on w.id = d.endpoint_id
-        where d.id = ? and d.account_id = ?`,
+  ): Promise<RedeliveryRow | undefined> {
+    const [row] = await em.execute<RedeliveryRow[]>(
+      `select d.id, d.endpoint_id, d.event_id, d.status, w.enabled, w.disabled_reason
+         from webhook_deliveries d
+         join webhook_endpoints w on w.id = d.endpoint_id and w.account_id = d.account_id
+        where d.id = ? and d.account_id = ?
+        for update of d for share of w`,
       [deliveryId, accountId],
     );
     return row;
   }
 
+  /** The delivery made pending and due at `now` (its endpoint checked by lockForRedelivery). */
+  async redeliver(em: EntityManager, deliveryId: string, now: Date): Promise<void> {
+    await em.execute(
+      `update webhook_deliveries set status = 'pending', next_attempt_at = ?::timestamptz where id = ?`,
+      [now.toISOString(), deliveryId],
+      'run',
+    );
+  }
+
   /** Every `failed` delivery of the endpoint created since `since`, pending and due at `now`: how many. */
-  async recover(accountId: string, endpointId: string, since: Date, now: Date): Promise<number> {
+  async recover(
+    em: EntityManager,
+    accountId: string,
+    endpointId: string,
+    since: Date,
+    now: Date,
+  ): Promise<number> {
     const [row] = await run<{ n: number }[]>(
-      this.orm,
+      em,
       `with recovered as (
          update webhook_deliveries set status = 'pending', next_attempt_at = ?::timestamptz
           where endpoint_id = ? and account_id = ? and status = 'failed' and created_at >= ?::timestamptz

@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Orm } from '../../db/orm.js';
-import { run, Where, type Patch } from '../../db/sql.js';
+import { run, Where, type Patch, type Time } from '../../db/sql.js';
 import type { EndpointRow } from '../views.js';
 
 const ENDPOINT_COLUMNS =
@@ -121,13 +121,20 @@ export class EndpointRows {
       await em.execute(sql, [id, accountId], 'run');
   }
 
-  /** The endpoint's secret as stored, locked FOR UPDATE for a rotation. */
-  async lockSecret(em: EntityManager, accountId: string, id: string): Promise<string | undefined> {
-    const [row] = await em.execute<{ secret: string }[]>(
-      'select secret from webhook_endpoints where id = ? and account_id = ? for update',
+  /**
+   * The endpoint's secret as stored, and until when its previous one signs, locked FOR UPDATE for a
+   * rotation.
+   */
+  async lockSecret(
+    em: EntityManager,
+    accountId: string,
+    id: string,
+  ): Promise<{ secret: string; previous_secret_expires_at: Time | null } | undefined> {
+    const [row] = await em.execute<{ secret: string; previous_secret_expires_at: Time | null }[]>(
+      'select secret, previous_secret_expires_at from webhook_endpoints where id = ? and account_id = ? for update',
       [id, accountId],
     );
-    return row?.secret;
+    return row;
   }
 
   /** A rotation: the new secret, and the previous one signing until `expiresAt` (both sealed). */
