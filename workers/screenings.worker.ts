@@ -13,7 +13,13 @@ export const screeningChunk =
     written: await rt.screeningRunner.runChunk(screening_id, from_seq, to_seq),
   });
 
-/** Deletes screenings and their results older than `screenings.retention_days`. */
+/**
+ * Deletes screenings and their results older than `screenings.retention_days`, then restarts what a lost
+ * job left pending (ScreeningRunner.reconcile).
+ */
 export const screeningsPrune =
   (rt: Runtime): JobHandler<'screenings-prune'> =>
-  async () => ({ deleted: await rt.screeningRunner.prune(rt.config.screenings.retention_days) });
+  async () => ({
+    deleted: await rt.screeningRunner.prune(rt.config.screenings.retention_days),
+    reconciled: await rt.screeningRunner.reconcile(),
+  });

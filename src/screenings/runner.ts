@@ -226,6 +226,20 @@ export class ScreeningRunner {
     return this.gates.get(network)!;
   }
 
+  /**
+   * Starts once more every account with a queued or running screening: what a lost job (Redis flushed, a
+   * chunk that used up its attempts) left pending is enqueued again. Daily with the prune, as a backstop:
+   * every submission and every completion already does it for its account.
+   */
+  async reconcile(): Promise<number> {
+    const accounts = await run<{ account_id: string }[]>(
+      this.deps.orm,
+      `select distinct account_id from screenings where status in ('queued', 'running')`,
+    );
+    for (const { account_id } of accounts) await this.start(account_id);
+    return accounts.length;
+  }
+
   /** Deletes screenings (and their results) created more than `retentionDays` ago; how many went. */
   async prune(retentionDays: number): Promise<number> {
     const before = new Date(Date.now() - retentionDays * 86_400_000);

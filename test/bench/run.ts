@@ -63,8 +63,11 @@
  *
  * Knobs (environment): BENCH_DURATION_S (10), BENCH_WARMUP_S (3), BENCH_ROUNDS (3), BENCH_CONNECTIONS
  * (50), BENCH_ONLY (comma-separated names among public-impact, usage-api-key, preflight-cached,
- * bare-koa-post, scan-cold, usage-history, api-scaling, watchlists, webhooks, schedules, payload, evm-tokens; the baseline
- * always runs, unless watchlists, webhooks, schedules, payload or evm-tokens is the only name; `evm-tokens`:
+ * bare-koa-post, scan-cold, usage-history, api-scaling, watchlists, webhooks, schedules, payload, evm-tokens,
+ * screenings; the baseline always runs, unless watchlists, webhooks, schedules, payload, evm-tokens or screenings
+ * is the only name; `screenings`: test/bench/screenings.ts, bulk screenings of 100,000 targets at depth state
+ * (at the default provider share and at 100 %) and lists, and a 1,000,000-row CLI import, knobs
+ * BENCH_SCREEN_*; `evm-tokens`:
  * test/bench/evm-tokens.ts, cold ERC-20 scans and a wallet's approvals from 10,000 logs; `payload`:
  * test/bench/payload-preflight.ts, shield preflights with a payload at 50 ms per provider round trip;
  * `webhooks`: test/bench/webhooks.ts, 10,000
@@ -104,6 +107,7 @@ import { runWatchlistsBench, type WatchlistsReport } from './watchlists.js';
 import { benchWebhooks } from './webhooks.js';
 import { benchPayloads } from './payload-preflight.js';
 import { benchEvmTokens } from './evm-tokens.js';
+import { runScreeningsBench, type ScreeningsReport } from './screenings.js';
 import { benchSchedules } from './watchlist-schedules.js';
 import { benchUsageHistory } from './usage-history.js';
 import { ensureWrk, runWrk, stopWrk } from './wrk.js';
@@ -234,6 +238,39 @@ const EVM_TOKENS = 'evm-tokens';
 const RUN_EVM_TOKENS = !ONLY?.length || ONLY.includes(EVM_TOKENS);
 const ONLY_EVM_TOKENS = !!ONLY?.length && ONLY.every((name) => name === EVM_TOKENS);
 
+/**
+ * Bulk screenings at 100,000 targets and a 1,000,000-row import (test/bench/screenings.ts): selectable in
+ * BENCH_ONLY, runs after evm-tokens.
+ */
+const SCREENINGS = 'screenings';
+const RUN_SCREENINGS = !ONLY?.length || ONLY.includes(SCREENINGS);
+const ONLY_SCREENINGS = !!ONLY?.length && ONLY.every((name) => name === SCREENINGS);
+/** What the screenings scenario may take (two state screenings at 25 and 50 calls/s, the imports), s. */
+const SCREENINGS_BUDGET_S = 1200;
+
+/** Runs it with this file's clean-up and child-process safety net; its failures join `failures`. */
+async function runScreenings(failures: string[]): Promise<ScreeningsReport> {
+  log();
+  const report = await runScreeningsBench({
+    log,
+    defer: (step) => {
+      cleanupSteps.push(step);
+    },
+    track: (child) => children.add(child),
+  });
+  failures.push(...report.failures);
+  return report;
+}
+
+/** BENCH_ONLY=screenings: just that, and its results in BENCH_OUT; wrong counts fail it. */
+async function screeningsAlone(): Promise<number> {
+  const failures: string[] = [];
+  const screenings = await runScreenings(failures);
+  for (const f of failures) log(`ERROR ${f}`);
+  writeResults({ ok: failures.length === 0, screenings: { ...screenings, failures: undefined }, failures });
+  return failures.length === 0 ? 0 : 1;
+}
+
 /** BENCH_ONLY=evm-tokens: just that, and its results in BENCH_OUT; a failure (non-200, > 3 round trips) fails it. */
 async function evmTokensAlone(): Promise<number> {
   const evmTokens = await benchEvmTokens(log);
@@ -295,12 +332,13 @@ function scenarios(f: Fixtures): Scenario[] {
       name !== SCHEDULES &&
       name !== PAYLOAD &&
       name !== EVM_TOKENS &&
+      name !== SCREENINGS &&
       !all.some((s) => s.name === name),
   );
   if (unknown.length)
     throw new Error(
       `BENCH_ONLY names no scenario: ${unknown.join(', ')} ` +
-        `(known: ${[...all.map((s) => s.name), SCAN_COLD, USAGE_HISTORY, SCALING, WATCHLISTS, WEBHOOKS, SCHEDULES, PAYLOAD, EVM_TOKENS].join(', ')})`,
+        `(known: ${[...all.map((s) => s.name), SCAN_COLD, USAGE_HISTORY, SCALING, WATCHLISTS, WEBHOOKS, SCHEDULES, PAYLOAD, EVM_TOKENS, SCREENINGS].join(', ')})`,
     );
   // api-scaling measures its scenarios, and a scenario is measured with its floor.
   const chosen = all.filter(
@@ -760,6 +798,7 @@ async function main(): Promise<number> {
     SETTINGS.rounds * plannedTargets * (SETTINGS.durationS + 5) +
     (needsSolana ? 120 : 0) +
     (RUN_WATCHLISTS ? WATCHLISTS_BUDGET_S : 0) +
+    (RUN_SCREENINGS ? SCREENINGS_BUDGET_S : 0) +
     (RUN_WEBHOOKS ? 600 : 0) +
     (RUN_SCHEDULES ? 300 : 0) +
     (RUN_PAYLOAD ? 300 : 0) +
@@ -778,6 +817,7 @@ async function main(): Promise<number> {
   if (ONLY_SCHEDULES) return schedulesAlone();
   if (ONLY_PAYLOAD) return payloadAlone();
   if (ONLY_EVM_TOKENS) return evmTokensAlone();
+  if (ONLY_SCREENINGS) return screeningsAlone();
 
   const wrkVersion = ensureWrk(log);
   log(
@@ -1007,6 +1047,7 @@ async function main(): Promise<number> {
     failures.push(...payload.shapes.flatMap((s) => s.failures.map((f) => `payload ${s.shape}: ${f}`)));
   const evmTokens = RUN_EVM_TOKENS ? await benchEvmTokens(log) : undefined;
   if (evmTokens) failures.push(...evmTokens.failures);
+  const screenings = RUN_SCREENINGS ? await runScreenings(failures) : undefined;
   for (const f of failures) log(`ERROR ${f}`);
 
   const ok = failures.length === 0;
@@ -1040,6 +1081,7 @@ async function main(): Promise<number> {
     ...(schedules ? { schedules } : {}),
     ...(payload ? { payload } : {}),
     ...(evmTokens ? { evmTokens } : {}),
+    ...(screenings ? { screenings: { ...screenings, failures: undefined } } : {}),
     failures,
   });
   if (CPU_PROF_DIR) log(`cpu profiles of the service: ${CPU_PROF_DIR} (written when it stops)`);

@@ -215,11 +215,11 @@ const SETTINGS = {
 };
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const seconds = (ms: number) => Math.round(ms) / 1000;
-const mb = (kb: number | undefined) => (kb === undefined ? undefined : Math.round(kb / 102.4) / 10);
+export const seconds = (ms: number) => Math.round(ms) / 1000;
+export const mb = (kb: number | undefined) => (kb === undefined ? undefined : Math.round(kb / 102.4) / 10);
 
 /** `VmRSS`, `VmHWM`… of /proc/<pid>/status in kB (undefined where /proc is missing or the process is gone). */
-function procStatusKb(pid: number | undefined, field: string): number | undefined {
+export function procStatusKb(pid: number | undefined, field: string): number | undefined {
   if (pid === undefined) return undefined;
   try {
     const m = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
@@ -232,7 +232,7 @@ function procStatusKb(pid: number | undefined, field: string): number | undefine
 const CLK_TCK = 100; // Linux's USER_HZ on every architecture Node runs on
 
 /** user + system CPU time of a process, s. */
-function processCpuS(pid: number | undefined): number | undefined {
+export function processCpuS(pid: number | undefined): number | undefined {
   if (pid === undefined) return undefined;
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
@@ -251,7 +251,7 @@ interface Sample {
   value: number;
 }
 
-async function scrape(url: string): Promise<Sample[]> {
+export async function scrape(url: string): Promise<Sample[]> {
   const res = await fetch(url, { signal: AbortSignal.timeout(10_000) });
   const text = await res.text();
   const out: Sample[] = [];
@@ -270,14 +270,17 @@ const sumOf = (samples: Sample[], name: string, labels: Record<string, string> =
     .filter((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v))
     .reduce((a, s) => a + s.value, 0);
 
-function byLabel(samples: Sample[], name: string, label: string): Record<string, number> {
+export function byLabel(samples: Sample[], name: string, label: string): Record<string, number> {
   const out: Record<string, number> = {};
   for (const s of samples)
     if (s.name === name) out[s.labels[label] ?? '?'] = (out[s.labels[label] ?? '?'] ?? 0) + s.value;
   return out;
 }
 
-function diffCounts(after: Record<string, number>, before: Record<string, number>): Record<string, number> {
+export function diffCounts(
+  after: Record<string, number>,
+  before: Record<string, number>,
+): Record<string, number> {
   const out: Record<string, number> = {};
   for (const [k, v] of Object.entries(after)) {
     const d = v - (before[k] ?? 0);
@@ -289,14 +292,14 @@ function diffCounts(after: Record<string, number>, before: Record<string, number
 // ---- the bench ---------------------------------------------------------------------------------------
 
 /** Deterministic 32-byte keys as base58 addresses: the same list on every run. */
-function benchAddresses(n: number): Address[] {
+export function benchAddresses(n: number): Address[] {
   const decoder = getAddressDecoder();
   return Array.from({ length: n }, (_, i) =>
     decoder.decode(createHash('sha256').update(`riskwatch-bench-watchlist:${i}`).digest()),
   );
 }
 
-async function deleteRedisPrefix(prefix: string): Promise<number> {
+export async function deleteRedisPrefix(prefix: string): Promise<number> {
   const redis = new Redis(REDIS_URL, { maxRetriesPerRequest: 1, lazyConnect: true });
   let deleted = 0;
   try {

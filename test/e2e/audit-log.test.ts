@@ -114,9 +114,12 @@ describe('audit log (built service, PostgreSQL)', () => {
     orm = await connectOrm(testEnv.env.DATABASE_URL!, 2);
     sql = new pg.Client({ connectionString: testEnv.env.DATABASE_URL });
     await sql.connect();
-    [acme, globex, initech, hooli] = await Promise.all(
-      ['acme', 'globex', 'initech', 'hooli'].map((name) => db.customer(name)),
-    );
+    [acme, globex, initech, hooli] = await Promise.all([
+      db.customer('acme'),
+      db.customer('globex'),
+      db.customer('initech'),
+      db.customer('hooli'),
+    ]);
     for (const c of [acme, globex, initech, hooli]) remember(c.key.key);
     svc = await startServiceRetrying(testEnv.env);
   }, 120_000);

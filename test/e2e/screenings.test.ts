@@ -3,10 +3,13 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { getAddressDecoder } from '@solana/kit';
+import { Redis } from 'ioredis';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { JobQueues } from '../../src/jobs/queues.js';
 import type { ResultBody, ScreeningBody } from '../../src/screenings/schemas.js';
 import { expectJson, expectProblem, openAccounts, type Customer } from '../support/auth-helpers.js';
+import { REDIS_URL } from '../support/env.js';
 import { startAnvil, type RunningAnvil } from '../support/evm/anvil.js';
 import { buildEvmWorld, type EvmWorld } from '../support/evm/fixtures.js';
 import {
@@ -321,11 +324,11 @@ describe('a screening worked by the workers', () => {
         [submitted.screening_id],
       );
       expect(rows[0]).toEqual({ n: 3000, seqs: 3000, done: 3000 });
-      const events = await db.query(
+      const events = await db.query<{ n: number }>(
         `select count(*)::int as n from events where type = 'screening.completed' and data->'screening'->>'id' = $1`,
         [submitted.screening_id],
       );
-      expect(events.rows[0].n).toBe(1);
+      expect(events.rows[0]!.n).toBe(1);
     } finally {
       facade.setLatency(0);
     }
@@ -363,7 +366,7 @@ describe('a screening worked by the workers', () => {
 
 describe('bad input: a problem with a code, nothing half-stored', () => {
   const count = async () =>
-    Number((await db.query(`select count(*) as n from screenings`)).rows[0].n as string);
+    Number((await db.query<{ n: string }>(`select count(*) as n from screenings`)).rows[0]!.n);
 
   it('refuses 100,001 targets, an unknown depth, wait with 101 targets, a body over 8 MiB', async () => {
     const before = await count();
@@ -426,6 +429,46 @@ describe('bad input: a problem with a code, nothing half-stored', () => {
   });
 });
 
+describe('retention', () => {
+  it('the prune job deletes screenings older than screenings.retention_days, with their results', async () => {
+    const make = async () =>
+      (
+        await expectJson<Submitted>(
+          await call(acme, 'POST', '/api/v1/screenings', {
+            depth: 'lists',
+            wait: true,
+            targets: [{ target: randomSolana() }, { target: randomSolana() }],
+          }),
+          200,
+        )
+      ).screening_id;
+    const [old, fresh] = [await make(), await make()];
+    await db.query(`update screenings set created_at = now() - interval '31 days' where id = $1`, [old]);
+    const bull = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
+    const queues = new JobQueues(bull, env.REDIS_KEY_PREFIX!);
+    try {
+      await queues.enqueue(
+        'screenings-prune',
+        { scheduled_at: new Date().toISOString() },
+        `test-prune-${Date.now()}`,
+      );
+      await eventually(
+        async () => (await call(acme, 'GET', `/api/v1/screenings/${old}`)).status === 404,
+        20_000,
+      );
+    } finally {
+      await queues.close();
+      bull.disconnect();
+    }
+    const left = await db.query<{ n: number }>(
+      `select count(*)::int as n from screening_results where screening_id = $1`,
+      [old],
+    );
+    expect(left.rows[0]!.n).toBe(0);
+    expect((await screening(acme, fresh)).status).toBe('completed');
+  }, 60_000);
+});
+
 describe('riskwatch screenings import', () => {
   const file = (name: string, text: string) => {
     const path = join(tmp, name);
@@ -433,7 +476,7 @@ describe('riskwatch screenings import', () => {
     return path;
   };
   const count = async () =>
-    Number((await db.query(`select count(*) as n from screenings`)).rows[0].n as string);
+    Number((await db.query<{ n: string }>(`select count(*) as n from screenings`)).rows[0]!.n);
 
   it('streams a file into one screening the workers complete', async () => {
     const rows = Array.from({ length: 5000 }, (_, i) => `${randomSolana()},solana,mainnet,row ${i}`);

@@ -63,6 +63,7 @@ describe('loadConfig', () => {
     expect(config.rate_limit.default_per_min).toBe(600);
     expect(config.usage.retention_days).toBe(90);
     expect(config.audit.retention_days).toBe(400);
+    expect(config.screenings).toEqual({ retention_days: 30, chunk_concurrency: 4, provider_share_pct: 50 });
     expect(config.scheduler).toEqual({
       impact_refresh_cron: '*/15 * * * * *',
       usage_prune_cron: '17 3 * * *',
@@ -70,6 +71,7 @@ describe('loadConfig', () => {
       webhooks_sweep_cron: '*/5 * * * * *',
       events_prune_cron: '23 3 * * *',
       audit_prune_cron: '29 3 * * *',
+      screenings_prune_cron: '41 3 * * *',
     });
     expect(config.webhooks).toMatchObject({
       retry_schedule_s: [5, 300, 1800, 7200, 18000, 36000, 36000, 36000],

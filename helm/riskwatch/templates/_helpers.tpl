@@ -85,12 +85,16 @@ RISKWATCH_RATE_LIMIT_DEFAULT_PER_MIN: {{ $c.rateLimitDefaultPerMin | int | quote
 RISKWATCH_MAX_LIST_ENTRIES_PER_ACCOUNT: {{ $c.maxListEntriesPerAccount | int | quote }}
 RISKWATCH_USAGE_RETENTION_DAYS: {{ $c.usageRetentionDays | int | quote }}
 RISKWATCH_AUDIT_RETENTION_DAYS: {{ $c.auditRetentionDays | int | quote }}
+RISKWATCH_SCREENINGS_RETENTION_DAYS: {{ $c.screeningsRetentionDays | int | quote }}
+RISKWATCH_SCREENINGS_CHUNK_CONCURRENCY: {{ $c.screeningsChunkConcurrency | int | quote }}
+RISKWATCH_SCREENINGS_PROVIDER_SHARE_PCT: {{ $c.screeningsProviderSharePct | int | quote }}
 RISKWATCH_IMPACT_REFRESH_CRON: {{ $c.impactRefreshCron | quote }}
 RISKWATCH_USAGE_PRUNE_CRON: {{ $c.usagePruneCron | quote }}
 RISKWATCH_WATCHLISTS_CRON: {{ $c.watchlistsCron | quote }}
 RISKWATCH_WEBHOOKS_SWEEP_CRON: {{ $c.webhooksSweepCron | quote }}
 RISKWATCH_EVENTS_PRUNE_CRON: {{ $c.eventsPruneCron | quote }}
 RISKWATCH_AUDIT_PRUNE_CRON: {{ $c.auditPruneCron | quote }}
+RISKWATCH_SCREENINGS_PRUNE_CRON: {{ $c.screeningsPruneCron | quote }}
 RISKWATCH_WEBHOOK_RETRY_SCHEDULE_S: {{ $c.webhooks.retryScheduleS | quote }}
 RISKWATCH_WEBHOOK_RETRY_JITTER_PCT: {{ $c.webhooks.retryJitterPct | int | quote }}
 RISKWATCH_WEBHOOK_RETRY_AFTER_MAX_S: {{ $c.webhooks.retryAfterMaxS | int | quote }}
