@@ -111,9 +111,9 @@ export const screeningSummarySchema = z
     processed: z.int().meta({ description: 'Valid targets screened so far (at most total − invalid).' }),
     progress: z.number().meta({ description: 'processed / (total − invalid), 0–1.' }),
     counts: z.object({
-      by_level: z.record(z.enum(RISK_LEVELS), z.int()),
-      by_decision: z.record(z.enum(['allow', 'warn', 'block']), z.int()),
-      incomplete: z.int(),
+      by_level: z.object({ low: z.int(), medium: z.int(), high: z.int(), critical: z.int() }),
+      by_decision: z.object({ allow: z.int(), warn: z.int(), block: z.int() }),
+      incomplete: z.int().meta({ description: 'Results with `complete: false`.' }),
     }),
     created_by: z.string(),
     created_at: z.string(),

@@ -1,7 +1,6 @@
 import { createReadStream } from 'node:fs';
 import { access, constants, stat } from 'node:fs/promises';
 import { basename } from 'node:path';
-import { Transform, type TransformCallback } from 'node:stream';
 import type { Command } from 'commander';
 import { actorOption, commandActor } from '../audit/operator.js';
 import { CsvError, parse as parseCsv, type Options as CsvOptions } from 'csv-parse';
@@ -9,6 +8,7 @@ import { networksFromConfig } from '../chains/providers.js';
 import { clip, resolveNetwork } from '../chains/registry.js';
 import type { ChainsConfig } from '../chains/settings.js';
 import type { Connect, Orm } from '../db/orm.js';
+import { count, csvErrorMessage, LineCap, Progress } from '../platform/csv-import.js';
 import { AppError } from '../platform/errors.js';
 import type { DatabaseSettings } from '../platform/settings.js';
 import { newEntrySchema, type ImportSummaryBody, type NewEntry } from './schemas.js';
@@ -43,45 +43,6 @@ const CSV_COLUMNS = ['target', 'chain', 'network', 'label', 'target_type'] as co
  * past either bound stops the import, naming its line.
  */
 const MAX_RECORD_BYTES = 64 * 1024;
-
-/**
- * Passes whole lines of the file on, and ends it before the first line longer than MAX_RECORD_BYTES (whose
- * number it keeps in `tooLong`): it holds at most one such line's bytes, whatever the file.
- */
-class LineCap extends Transform {
-  /** The number of the line that stopped the file, if one did. */
-  tooLong: number | undefined;
-  private pending = Buffer.alloc(0);
-  /** The number of the line `pending` starts. */
-  private line = 1;
-
-  override _transform(chunk: Buffer, _encoding: BufferEncoding, done: TransformCallback): void {
-    if (this.tooLong !== undefined) return done();
-    const data = this.pending.length > 0 ? Buffer.concat([this.pending, chunk]) : chunk;
-    let start = 0;
-    for (let nl = data.indexOf(0x0a); nl !== -1; nl = data.indexOf(0x0a, start)) {
-      if (nl - start > MAX_RECORD_BYTES) return this.stop(data.subarray(0, start), done);
-      start = nl + 1;
-      this.line++;
-    }
-    if (data.length - start > MAX_RECORD_BYTES) return this.stop(data.subarray(0, start), done);
-    this.pending = Buffer.from(data.subarray(start));
-    done(null, data.subarray(0, start));
-  }
-
-  override _flush(done: TransformCallback): void {
-    done(null, this.tooLong === undefined ? this.pending : undefined);
-  }
-
-  /** Passes the whole lines before the long one, and ends the file there. */
-  private stop(whole: Buffer, done: TransformCallback): void {
-    this.tooLong = this.line;
-    this.pending = Buffer.alloc(0);
-    this.push(whole);
-    this.push(null);
-    done();
-  }
-}
 
 /** A row of the file: an entry to add, or what makes it one the API would refuse as a whole. */
 type Row = { line: number } & (
@@ -183,7 +144,13 @@ async function importCsv(file: string, size: number, add: AddBatch): Promise<Imp
     if (summary.errors.length < MAX_REPORTED_ERRORS) summary.errors.push({ line, target, code, message });
   };
   const input = createReadStream(file);
-  const progress = new Progress(size, () => input.bytesRead);
+  const progress = new Progress(
+    size,
+    () => input.bytesRead,
+    (rows, pct, perSecond) =>
+      `import: ${count(rows)} rows read (${pct}%), created ${count(summary.created)}, exists ` +
+      `${count(summary.exists)}, failed ${count(summary.failed)}, ${count(perSecond)} rows/s`,
+  );
   let header = false;
   /** Where the last record read ended (`lines`, `empty_lines` of csv-parse's info): the next starts after. */
   let last = { lines: 0, empty_lines: 0 };
@@ -215,7 +182,7 @@ async function importCsv(file: string, size: number, add: AddBatch): Promise<Imp
     },
   };
   const parser = parseCsv(options);
-  const lines = new LineCap();
+  const lines = new LineCap(MAX_RECORD_BYTES);
   input.on('error', (err) => parser.destroy(err));
   lines.on('error', (err) => parser.destroy(err));
 
@@ -241,7 +208,7 @@ async function importCsv(file: string, size: number, add: AddBatch): Promise<Imp
       const r = results[next++]!;
       if (r.status === 'error') fail(row.line, r.target, r.code ?? 'error', r.message ?? '');
     }
-    progress.update(summary);
+    progress.update(summary.rows);
   };
 
   try {
@@ -276,11 +243,11 @@ async function importCsv(file: string, size: number, add: AddBatch): Promise<Imp
     // Where LineCap ended the file, a record may be left open: the long line is the error, said below.
     if (lines.tooLong === undefined)
       summary.aborted =
-        `${file} is not valid CSV: ${csvErrorMessage(err, last)}. The import stopped there: ` +
+        `${file} is not valid CSV: ${csvErrorMessage(err, last, MAX_RECORD_BYTES)}. The import stopped there: ` +
         `the ${summary.rows} rows before it were imported as the summary says.`;
   } finally {
     input.destroy();
-    progress.done(summary);
+    progress.done(summary.rows);
   }
   if (lines.tooLong !== undefined)
     summary.aborted =
@@ -294,67 +261,4 @@ async function importCsv(file: string, size: number, add: AddBatch): Promise<Imp
     );
   summary.seconds = Math.round(performance.now() - started) / 1000;
   return summary;
-}
-
-/** What a CsvError says, a record over the cap named by the line it starts on (an unclosed quote's). */
-function csvErrorMessage(err: CsvError, last: { lines: number; empty_lines: number }): string {
-  if (err.code !== 'CSV_MAX_RECORD_SIZE') return err.message;
-  // The error carries csv-parse's info where it stopped. The record starts on the line after the last
-  // one read, past the empty lines skipped since.
-  const start = last.lines + (Number(err.empty_lines) - last.empty_lines) + 1;
-  return (
-    `line ${start}: the row is over the ${MAX_RECORD_BYTES / 1024} KiB limit on a row (still unfinished ` +
-    `at line ${Number(err.lines)}: an unclosed quote?)`
-  );
-}
-
-/**
- * The import's progress on stderr: on a terminal one line rewritten in place (rows, share of the file,
- * created, exists, failed, rows/s), otherwise a line every 10 % of the file or 10,000 rows.
- */
-class Progress {
-  private readonly tty = process.stderr.isTTY === true;
-  private readonly started = performance.now();
-  private lastDraw = 0;
-  private nextRows = 10_000;
-  private nextPct = 10;
-  /** Rows when the last line was printed (not on a terminal). */
-  private printedRows = -1;
-
-  constructor(
-    private readonly size: number,
-    private readonly bytesRead: () => number,
-  ) {}
-
-  update(s: ImportSummaryBody): void {
-    const pct = this.size > 0 ? Math.min(100, Math.floor((this.bytesRead() * 100) / this.size)) : 100;
-    if (this.tty) {
-      const now = performance.now();
-      if (now - this.lastDraw < 100) return;
-      this.lastDraw = now;
-      process.stderr.write(`\r${this.line(s, pct)}\u001b[K`);
-      return;
-    }
-    if (s.rows < this.nextRows && pct < this.nextPct) return;
-    while (this.nextRows <= s.rows) this.nextRows += 10_000;
-    while (this.nextPct <= pct) this.nextPct += 10;
-    this.printedRows = s.rows;
-    process.stderr.write(`${this.line(s, pct)}\n`);
-  }
-
-  done(s: ImportSummaryBody): void {
-    const line = this.line(s, 100);
-    if (this.tty) process.stderr.write(`\r${line}\u001b[K\n`);
-    else if (this.printedRows !== s.rows) process.stderr.write(`${line}\n`);
-  }
-
-  private line(s: ImportSummaryBody, pct: number): string {
-    const seconds = (performance.now() - this.started) / 1000;
-    const rate = seconds > 0 ? Math.round(s.rows / seconds) : 0;
-    const n = (v: number) => v.toLocaleString('en-US');
-    return (
-      `import: ${n(s.rows)} rows read (${pct}%), created ${n(s.created)}, exists ${n(s.exists)}, ` +
-      `failed ${n(s.failed)}, ${n(rate)} rows/s`
-    );
-  }
 }

@@ -30,8 +30,11 @@
  * limit); lists api: POST → completed ≤ 5 s, API VmHWM ≤ 512 MB (the API's limit). The CLI is timed, with
  * no goal. A goal missed prints MISS (the run still succeeds); a failure (exit 1) is a POST that is not
  * 202 or refuses a target, a CLI that fails or counts other rows, a screening not completed within
- * BENCH_SCREEN_CAP_S, processed ≠ the valid targets, a result still pending, or at `state` another number
- * of `account_not_found` findings than missing accounts.
+ * BENCH_SCREEN_CAP_S, processed ≠ the valid targets, a result still pending, at `state` another number
+ * of `account_not_found` findings than missing accounts, or a lost start: the service's `screening-start`
+ * job ran and the screening is still `queued` (it would never complete). The bench then enqueues
+ * `screening-start` itself, as the runner does after a completion, and measures on from the submission.
+ * BullMQ's records are read by job id (`start-<screening>`, chunks `<screening>-<seq>`).
  *
  * Knobs: BENCH_SCREEN_TARGETS (100000), BENCH_SCREEN_LATENCY_MS (50), BENCH_SCREEN_RATE_PER_S (50),
  * BENCH_SCREEN_MISSING_PCT (10), BENCH_SCREEN_CLI_ROWS (1000000; 0 = no CLI phase),
@@ -87,7 +90,10 @@ export interface ScreenPhase {
   ms: number;
   /** Submission → `completed_at` (PostgreSQL's now() of the completing transaction), ms. */
   completed_at_ms: number;
-  start_job?: { started_ms: number; duration_ms: number };
+  /** The `screening-start` job that started it (the bench's own after a lost start), from submission, ms. */
+  start_job?: { started_ms: number; duration_ms: number; by_bench: boolean };
+  /** The service's `screening-start` ran before the submission committed and started nothing (a failure). */
+  lost_start?: string;
   chunks: {
     seen: number;
     retried: number;
@@ -176,6 +182,8 @@ const POLL_MS = 100;
 /** The service's default `screenings.provider_share_pct`. */
 const DEFAULT_SHARE_PCT = 50;
 const TIME_BIN = '/usr/bin/time';
+/** Job id prefix of the `screening-start` the bench enqueues after a lost start. */
+const BENCH_START = 'bench-start';
 
 const SETTINGS = {
   targets: intEnv('BENCH_SCREEN_TARGETS', 100_000, 1000, 100_000),
@@ -378,10 +386,12 @@ export async function runScreeningsBench(o: ScreeningsBenchOptions): Promise<Scr
     const t0Wall = Date.now();
     const t0 = performance.now();
     let sub: Submitted;
+    let lostStart: string | undefined;
     let observed: number;
     let completedAt: Date;
     try {
       sub = await submit(t0Wall);
+      lostStart = await ensureStarted(name, sub.screeningId, t0Wall);
       let lastShown = performance.now();
       for (;;) {
         alive();
@@ -399,7 +409,7 @@ export async function runScreeningsBench(o: ScreeningsBenchOptions): Promise<Scr
         if (now - t0 > SETTINGS.capS * 1000)
           throw new Error(
             `screenings ${name}: ${row?.status ?? 'no row'} with ${row?.processed ?? 0} of ${sub.valid} ` +
-              `processed after ${SETTINGS.capS} s (BENCH_SCREEN_CAP_S)`,
+              `processed after ${SETTINGS.capS} s (BENCH_SCREEN_CAP_S); ${await startJobOf(sub.screeningId, t0Wall)}`,
           );
         if (now - lastShown >= 10_000) {
           lastShown = now;
@@ -456,7 +466,9 @@ export async function runScreeningsBench(o: ScreeningsBenchOptions): Promise<Scr
     if (depth === 'state') expect('account_not_found findings', counts.not_found, report.settings.missing);
 
     // BullMQ's records of its jobs (the last 1,000 of a queue are kept: every chunk of 100,000 at `state`).
-    const startJob = await queues.queue('screening-start').getJob(`start-${id}`);
+    const startJob = await queues
+      .queue('screening-start')
+      .getJob(`${lostStart ? BENCH_START : 'start'}-${id}`);
     const ofThis = (jobs: (Job | undefined)[]) =>
       jobs.filter((j): j is Job => !!j && (j.data as { screening_id?: string }).screening_id === id);
     const chunkQueue = queues.queue('screening-chunk');
@@ -497,6 +509,7 @@ export async function runScreeningsBench(o: ScreeningsBenchOptions): Promise<Scr
       valid: sub.valid,
       ...(sharePct !== undefined ? { share_pct: sharePct, rate_used_per_s: rateUsed } : {}),
       ...(sub.postMs !== undefined ? { post_ms: sub.postMs } : {}),
+      ...(lostStart ? { lost_start: lostStart } : {}),
       ms: Math.round(observed),
       completed_at_ms: completedAt.getTime() - t0Wall,
       ...(startJob?.processedOn && startJob.finishedOn
@@ -504,6 +517,7 @@ export async function runScreeningsBench(o: ScreeningsBenchOptions): Promise<Scr
             start_job: {
               started_ms: startJob.processedOn - t0Wall,
               duration_ms: startJob.finishedOn - startJob.processedOn,
+              by_bench: !!lostStart,
             },
           }
         : {}),
@@ -561,6 +575,47 @@ export async function runScreeningsBench(o: ScreeningsBenchOptions): Promise<Scr
         load_before: loadBefore,
       },
     };
+  };
+
+  /** What became of the screening's `screening-start` job: when it ran and what it started. */
+  const startJobOf = async (id: string, t0Wall: number) => {
+    const job = await queues.queue('screening-start').getJob(`start-${id}`);
+    if (!job) return `no job start-${id}`;
+    const { rows } = await db.query<{ created_at: Date }>('select created_at from screenings where id = $1', [
+      id,
+    ]);
+    return (
+      `job start-${id} ${await job.getState()}, enqueued +${job.timestamp - t0Wall} ms, ran ` +
+      `+${(job.processedOn ?? 0) - t0Wall}..+${(job.finishedOn ?? 0) - t0Wall} ms, returned ` +
+      `${JSON.stringify(job.returnvalue)}; the screening row's created_at (its transaction's start) ` +
+      `+${(rows[0]?.created_at.getTime() ?? 0) - t0Wall} ms`
+    );
+  };
+
+  /**
+   * The service enqueues `screening-start` inside the submitting transaction (src/screenings/service.ts,
+   * `store`): a worker that runs it before the commit finds nothing queued and starts nothing, and the
+   * screening stays `queued` until another of the account's screenings completes. Once that job has run:
+   * a screening still `queued` (the bench runs one at a time, so nothing is ahead of it) was lost; that is
+   * recorded as a failure, and the bench enqueues `screening-start` itself, as the runner does after a
+   * completion, so the phase is still measured (from the same submission time).
+   */
+  const ensureStarted = async (name: string, id: string, t0Wall: number) => {
+    const until = Date.now() + 30_000;
+    for (;;) {
+      const job = await queues.queue('screening-start').getJob(`start-${id}`);
+      const state = job ? await job.getState() : 'missing';
+      if (state === 'completed' || state === 'failed' || state === 'missing' || Date.now() > until) break;
+      await sleep(20);
+    }
+    const { rows } = await db.query<{ status: string }>('select status from screenings where id = $1', [id]);
+    if (rows[0]?.status !== 'queued') return undefined;
+    const why = await startJobOf(id, t0Wall);
+    await queues.enqueue('screening-start', { account_id: accountId }, `${BENCH_START}-${id}`);
+    const lost = `lost start: still queued after its start job ran (${why}); the bench enqueued ${BENCH_START}-${id} at +${Date.now() - t0Wall} ms`;
+    failures.push(`screenings ${name}: ${lost}`);
+    log(`  ${name}: ${lost}`);
+    return lost;
   };
 
   /** One POST of every target at `depth`; a refused target or another status than 202 fails the run. */
@@ -817,7 +872,9 @@ function printScreenings(r: ScreeningsReport, log: (line?: string) => void): voi
         p.name,
         p.targets.toLocaleString('en-US'),
         s(p.post_ms),
-        p.start_job ? `${s(p.start_job.started_ms)}+${s(p.start_job.duration_ms)}` : '-',
+        p.start_job
+          ? `${s(p.start_job.started_ms)}+${s(p.start_job.duration_ms)}${p.start_job.by_bench ? ' (bench)' : ''}`
+          : '-',
         s(p.chunks.first_start_ms),
         s(p.chunks.last_end_ms),
         s(p.ms),

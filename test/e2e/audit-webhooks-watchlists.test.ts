@@ -713,7 +713,7 @@ describe('audit records of webhooks and watchlists (built service over HTTP)', (
         actor_type: 'operator',
         actor_id: 'bob',
       });
-    });
+    }, 120_000);
 
     it('audits secrets rotate-key per batch of re-sealed endpoints, of no account, naming no secret', async () => {
       const created = await expectJson<CreatedEndpointBody>(
@@ -749,7 +749,7 @@ describe('audit records of webhooks and watchlists (built service over HTTP)', (
       // Nothing stale is left: a second run re-seals nothing and writes nothing.
       await cliJson<ResealReport>(rotating, ['secrets', 'rotate-key', '--actor', 'carol']);
       expect((await records('action = $1', ['webhook_secrets.resealed'])).length).toBe(1);
-    });
+    }, 120_000);
   });
 
   it('holds no signing secret, sealed or not, in any record', async () => {

@@ -152,6 +152,7 @@ describe('OpenAPI document and /docs', () => {
       Event_watchlist_alert: 'WatchlistAlertEventData',
       Event_webhook_test: 'WebhookTestEventData',
       Event_webhook_endpoint_disabled: 'WebhookEndpointDisabledEventData',
+      Event_screening_completed: 'ScreeningCompletedEventData',
     });
     // The alert event's alert is the object GET …/alerts serves.
     const alertData = doc.components.schemas.WatchlistAlertEventData!.properties as Record<

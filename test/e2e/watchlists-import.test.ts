@@ -259,7 +259,7 @@ describe('riskwatch watchlists import (built CLI)', () => {
       aborted: expect.stringContaining('not valid CSV') as unknown,
     });
     expect(await entryCount(list.id)).toBe(1);
-  });
+  }, 120_000);
 
   it('imports a long but legal row, and reports a long field as a failed row, not a stop', async () => {
     const longest = evmAddress();

@@ -12,6 +12,8 @@ describe('job contracts', () => {
         'watchlists-due': '* * * * *',
         'webhooks-sweep': '*/5 * * * * *',
         'events-prune': '23 3 * * *',
+        'audit-prune': '29 3 * * *',
+        'screenings-prune': '41 3 * * *',
       },
     );
     expect(SCHEDULED_JOB_NAMES.map((name) => JOBS[name].cron).sort()).toEqual(Object.keys(scheduler).sort());
