@@ -35,6 +35,7 @@ const ON_ERROR: Readonly<Record<ErrorCode, 'retry' | 'give_up'>> = {
   limit_exceeded: 'give_up',
   too_many_entries: 'give_up',
   not_a_mint: 'give_up',
+  no_target: 'give_up',
   secrets_key_missing: 'give_up', // the key is read at start: no retry in this process can find it
   rate_limited: 'retry',
   provider_unavailable: 'retry',

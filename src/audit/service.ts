@@ -1,4 +1,4 @@
-import { keysetPage, type Page } from '../platform/cursor.js';
+import { decodeCursor, keysetPage, type Page } from '../platform/cursor.js';
 import { AppError } from '../platform/errors.js';
 import type { Orm } from '../db/orm.js';
 import { run, time, Where, type Time } from '../db/sql.js';
@@ -83,8 +83,19 @@ export class AuditLogService {
       .andIf(q.resource_id, 'resource_id = ?')
       .andIf(q.actor_id, 'actor_id = ?')
       .andIf(q.since, 'at >= ?')
-      .andIf(q.until, 'at < ?')
-      .before(q.cursor, 'aud', 'at', 'id');
+      .andIf(q.until, 'at < ?');
+    if (q.cursor) {
+      // The cursor's time is to the millisecond; the row's own time (a record inserted with a finer one)
+      // places the page exactly. A pruned row falls back to the cursor's time.
+      const c = decodeCursor(q.cursor, 'aud');
+      where.and(
+        `(at, id) < (coalesce((select p.at from audit_log p where p.id = ? and p.account_id = ?), ?), ?)`,
+        c.id,
+        accountId,
+        c.at,
+        c.id,
+      );
+    }
     const rows = await run<AuditRow[]>(
       this.orm,
       `select ${COLUMNS} from audit_log where ${where.sql} order by at desc, id desc limit ?`,
@@ -110,23 +121,24 @@ export class AuditLogService {
    * memory and records appended meanwhile (after `until`, or after the walk passed) are not half-read.
    */
   async *export(opts: { since?: Date; until?: Date; accountId?: string }): AsyncGenerator<AuditView[]> {
-    let after: { at: Date; id: string } | undefined;
+    // The last row's time as PostgreSQL's text, to the microsecond: a millisecond Date would repeat (for
+    // ever) the rows of a batch whose times are finer.
+    let after: { at: string; id: string } | undefined;
     const until = opts.until ?? new Date();
     for (;;) {
       const where = new Where('at < ?', until)
         .andIf(opts.since, 'at >= ?')
         .andIf(opts.accountId, 'account_id = ?');
-      if (after) where.and('(at, id) > (?, ?)', after.at, after.id);
-      const rows = await run<AuditRow[]>(
+      if (after) where.and('(at, id) > (?::timestamptz, ?)', after.at, after.id);
+      const rows = await run<(AuditRow & { at_key: string })[]>(
         this.orm,
-        `select ${COLUMNS} from audit_log where ${where.sql} order by at, id limit ?`,
+        `select ${COLUMNS}, at::text as at_key from audit_log where ${where.sql} order by at, id limit ?`,
         [...where.params, BATCH],
       );
       if (rows.length === 0) return;
-      const views = rows.map(viewOf);
-      yield views;
-      const last = views[views.length - 1]!;
-      after = { at: last.at, id: last.id };
+      yield rows.map(viewOf);
+      const last = rows[rows.length - 1]!;
+      after = { at: last.at_key, id: last.id };
       if (rows.length < BATCH) return;
     }
   }

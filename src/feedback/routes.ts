@@ -1,7 +1,5 @@
-import type { Context } from 'koa';
 import type { Registry } from 'prom-client';
 import { actorOf } from '../audit/actor.js';
-import { PROBLEM_TYPE_BASE } from '../http/problem.js';
 import { defineRoute } from '../http/route.js';
 import { apiKeyOf } from '../http/state.js';
 import { FeedbackMetrics } from './metrics.js';
@@ -13,24 +11,7 @@ import {
   feedbackSchema,
   newFeedbackSchema,
 } from './schemas.js';
-import { NoTargetError, type FeedbackService } from './service.js';
-
-/**
- * `422 no_target`, a problem document like every other (docs/api.md#errors): the call named by
- * `request_id` was about no single target.
- */
-const noTarget = (ctx: Context, err: NoTargetError) => ({
-  status: 422 as const,
-  contentType: 'application/problem+json',
-  body: {
-    type: `${PROBLEM_TYPE_BASE}no_target`,
-    title: 'The call has no target',
-    status: 422,
-    code: 'no_target',
-    detail: err.message,
-    request_id: ctx.state.requestId,
-  },
-});
+import type { FeedbackService } from './service.js';
 
 /**
  * Verdict feedback of the key's account (API key + entitlement, as the lists), counted on `registry` (the
@@ -69,14 +50,9 @@ export function feedbackRoutes(feedback: FeedbackService, registry: Registry) {
         422: { description: '`no_target`: the call named was about no single target' },
       },
       handler: async (ctx, { body }) => {
-        try {
-          const stored = await feedback.create(apiKeyOf(ctx).accountId, actorOf(ctx), body);
-          metrics.count(stored.kind, stored.findingCode);
-          return { status: 201 as const, body: presentFeedback(stored) };
-        } catch (err) {
-          if (err instanceof NoTargetError) return noTarget(ctx, err);
-          throw err;
-        }
+        const stored = await feedback.create(apiKeyOf(ctx).accountId, actorOf(ctx), body);
+        metrics.count(stored.kind, stored.findingCode);
+        return { status: 201 as const, body: presentFeedback(stored) };
       },
     }),
     defineRoute({

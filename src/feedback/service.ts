@@ -31,17 +31,6 @@ export interface FeedbackView {
   createdBy: string;
 }
 
-/** The call a `request_id` names carries no target (a usage or list call, a payload-only preflight): 422. */
-export class NoTargetError extends Error {
-  constructor(readonly requestId: string) {
-    super(
-      `The call with request id "${clip(requestId)}" was about no single target (only risk-v2, scan/token, ` +
-        'approvals and a preflight that named its target are): give `target` and `chain` instead.',
-    );
-    this.name = 'NoTargetError';
-  }
-}
-
 interface FeedbackRow {
   id: string;
   kind: FeedbackKind;
@@ -235,7 +224,12 @@ export class FeedbackService {
           `No call of this account with request id "${clip(requestId)}" was found (calls are recorded ` +
             'within a few seconds of their answer; GET /api/v1/usage lists them).',
         );
-      if (!call.target) throw new NoTargetError(requestId);
+      if (!call.target)
+        throw new AppError(
+          'no_target',
+          `The call with request id "${clip(requestId)}" was about no single target (only risk-v2, ` +
+            'scan/token, approvals and a preflight that named its target are): give `target` and `chain` instead.',
+        );
       return {
         ...this.resolve(call.target, call.chain, call.network),
         requestId,

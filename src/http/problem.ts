@@ -21,6 +21,7 @@ export const PROBLEMS: Record<ErrorCode, { status: number; title: string }> = {
   limit_exceeded: { status: 409, title: 'Account limit reached' },
   too_many_entries: { status: 400, title: 'Too many entries in one request' },
   not_a_mint: { status: 422, title: 'Not a token mint' },
+  no_target: { status: 422, title: 'The call has no target' },
   rate_limited: { status: 429, title: 'Rate limit exceeded' },
   provider_unavailable: { status: 503, title: 'Node provider unavailable' },
   dependency_unavailable: { status: 503, title: 'Service dependency unavailable' },

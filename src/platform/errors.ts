@@ -22,6 +22,7 @@ export type ErrorCode =
   | 'limit_exceeded'
   | 'too_many_entries'
   | 'not_a_mint'
+  | 'no_target'
   | 'rate_limited'
   | 'provider_unavailable'
   | 'dependency_unavailable'

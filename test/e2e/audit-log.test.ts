@@ -484,11 +484,13 @@ describe('audit log (built service, PostgreSQL)', () => {
     }, 120_000);
 
     it('streams a log larger than a batch: every record once, in order, across equal times', async () => {
-      // 12,001 records in three milliseconds of 2020: three batches of the export, many ties on `at`.
+      // 12,001 records in three milliseconds of 2020 (and microseconds, as a direct insert may write):
+      // three batches of the export, many ties on `at`.
       await sql.query(
         `insert into audit_log (id, account_id, at, actor_type, actor_id, action, resource_type, resource_id)
          select 'aud_' || lpad(to_hex(1577836800000 + i % 3), 12, '0') || lpad(to_hex(i), 16, '0'), null,
-                timestamptz '2020-01-01T00:00:00Z' + (i % 3) * interval '1 millisecond',
+                timestamptz '2020-01-01T00:00:00Z' + (i % 3) * interval '1 millisecond'
+                  + (i % 7) * interval '1 microsecond',
                 'operator', 'bulk', 'test.bulk', 'test', i::text
            from generate_series(1, 12001) as i`,
       );
@@ -525,6 +527,19 @@ describe('audit log (built service, PostgreSQL)', () => {
         cli(testEnv.env, ['audit', 'export', '--since', '2026-02-01', '--until', '2026-01-01']),
       ).rejects.toThrow(/--since must be before --until/);
     }, 120_000);
+  });
+
+  it('pages records whose times are finer than a millisecond (a direct insert) exactly once', async () => {
+    await sql.query(
+      `insert into audit_log (id, account_id, at, actor_type, actor_id, action, resource_type, resource_id)
+       select 'aud_' || lpad(to_hex(1700000000000), 12, '0') || lpad(to_hex(i), 16, '0'), $1,
+              timestamptz '2023-11-14T22:13:20.000Z' + (7 - i) * interval '1 microsecond',
+              'operator', 'test', 'test.micro', 'test', i::text
+         from generate_series(1, 7) as i`,
+      [globex.account.id],
+    );
+    const { seen } = await walk(globex, { action: 'test.micro', limit: '2' });
+    expect(seen.map((r) => r.resource_id)).toEqual(['1', '2', '3', '4', '5', '6', '7']);
   });
 
   it('documents both routes in the OpenAPI document, with the API key', async () => {

@@ -59,6 +59,20 @@ const ROUTES: [method: string, path: string, security: string[]][] = [
   ['get', '/api/v1/webhooks/deliveries', ['apiKey']],
   ['post', '/api/v1/webhooks/deliveries/{id}/redeliver', ['apiKey']],
   ['get', '/api/v1/events', ['apiKey']],
+  ['post', '/api/web3/risk-v2', ['bearer']],
+  ['post', '/api/v1/scan/token', ['apiKey']],
+  ['get', '/api/v1/approvals', ['apiKey']],
+  ['post', '/api/v1/shield/preflight', ['apiKey']],
+  ['post', '/api/v1/screenings', ['apiKey']],
+  ['get', '/api/v1/screenings', ['apiKey']],
+  ['get', '/api/v1/screenings/{id}', ['apiKey']],
+  ['get', '/api/v1/screenings/{id}/results', ['apiKey']],
+  ['get', '/api/v1/screenings/{id}/results.csv', ['apiKey']],
+  ['get', '/api/v1/audit-log', ['apiKey']],
+  ['get', '/api/v1/audit-log/{id}', ['apiKey']],
+  ['post', '/api/v1/feedback', ['apiKey']],
+  ['get', '/api/v1/feedback', ['apiKey']],
+  ['get', '/api/v1/feedback/{id}', ['apiKey']],
   ['post', '/api/account/api-keys', ['bearer']],
   ['get', '/api/account/api-keys', ['bearer']],
   ['delete', '/api/account/api-keys/{id}', ['bearer']],
@@ -135,6 +149,11 @@ describe('OpenAPI document and /docs', () => {
       expect(op!.summary).toBeTruthy();
       expect(op!.security, `${method} ${path} security`).toEqual(schemes.map((s) => ({ [s]: [] })));
     }
+    // …and nothing else: a route added without a line here fails.
+    const documented = Object.entries(doc.paths).flatMap(([path, ops]) =>
+      Object.keys(ops as object).map((method) => `${method} ${path}`),
+    );
+    expect(documented.sort()).toEqual(ROUTES.map(([m, p]) => `${m} ${p}`).sort());
   });
 
   it('documents an event’s data per type: Event is a union on `type`, one schema of data each', () => {
