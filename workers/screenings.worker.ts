@@ -4,7 +4,9 @@ import type { JobHandler } from './job-handler.js';
 /** Starts what may start of an account's queued screenings (one `state`/`full` at a time). */
 export const screeningStart =
   (rt: Runtime): JobHandler<'screening-start'> =>
-  async ({ account_id }) => ({ started: await rt.screeningRunner.start(account_id) });
+  async ({ account_id, screening_id }) => ({
+    started: await rt.screeningRunner.start(account_id, screening_id),
+  });
 
 /** One chunk of a screening: its pending targets screened and written in one transaction. */
 export const screeningChunk =

@@ -82,7 +82,11 @@ export const JOBS = {
    * per account; enqueued on submission and when a screening completes.
    */
   'screening-start': {
-    payload: z.object({ account_id: z.string().max(40) }),
+    payload: z.object({
+      account_id: z.string().max(40),
+      /** The screening whose submission enqueued it (enqueued in that transaction: retried until it commits). */
+      screening_id: z.string().max(40).optional(),
+    }),
     options: { attempts: 5, backoff: { type: 'exponential', delay: 1000 } },
   },
   /** Targets `[from_seq, to_seq)` of one screening (at most 1,000): screened and written in one transaction. */

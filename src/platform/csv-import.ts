@@ -1,5 +1,6 @@
 import { Transform, type TransformCallback } from 'node:stream';
-import type { CsvError } from 'csv-parse';
+import type { CsvError, Options as CsvOptions } from 'csv-parse';
+import { AppError } from './errors.js';
 
 /*
  * What the CSV imports of the command line share (`watchlists import`, `screenings import`): a cap on the
@@ -49,6 +50,43 @@ export class LineCap extends Transform {
     this.push(null);
     done();
   }
+}
+
+/**
+ * csv-parse's options for an import: a header row naming `target` and optionally the `optional` columns
+ * (any other, or none of `target`, is `invalid_request` ending with `nothing`), trimmed fields, empty lines
+ * skipped, records capped at `maxBytes`, each with its line info. `onHeader` runs once the header is read.
+ */
+export function importCsvOptions(
+  file: string,
+  opts: { maxBytes: number; optional: readonly string[]; nothing: string; onHeader: () => void },
+): CsvOptions & { autoDestroy: boolean } {
+  const allowed = ['target', ...opts.optional];
+  return {
+    bom: true,
+    trim: true,
+    skip_empty_lines: true,
+    relax_column_count: true,
+    info: true,
+    max_record_size: opts.maxBytes,
+    // Handed to the stream (csv-parse's Parser passes its options to Transform): on an error the records
+    // parsed before it are still read, then the error thrown. Destroyed at once, the stream would drop
+    // those it holds, and the rows just before the error would be neither imported nor reported.
+    autoDestroy: false,
+    columns: (names: string[]) => {
+      opts.onHeader();
+      const columns = names.map((h) => h.trim().toLowerCase());
+      const unknown = columns.filter((c) => !allowed.includes(c));
+      if (!columns.includes('target') || unknown.length)
+        throw new AppError(
+          'invalid_request',
+          `${file}: the header row must name the column target, and may name ${opts.optional.join(', ')}` +
+            (unknown.length ? `; unknown: ${unknown.map((c) => c.slice(0, 40)).join(', ')}` : '') +
+            `. ${opts.nothing}`,
+        );
+      return columns;
+    },
+  };
 }
 
 /** What a CsvError says, a record over the cap named by the line it starts on (an unclosed quote's). */

@@ -1,14 +1,14 @@
 import { createReadStream } from 'node:fs';
 import { access, constants, stat } from 'node:fs/promises';
 import { InvalidArgumentError, Option, type Command } from 'commander';
-import { CsvError, parse as parseCsv, type Options as CsvOptions } from 'csv-parse';
+import { CsvError, parse as parseCsv } from 'csv-parse';
 import { actorOption, commandActor } from '../audit/operator.js';
 import { networksFromConfig } from '../chains/providers.js';
 import { clip, resolveNetwork } from '../chains/registry.js';
 import type { ChainsConfig } from '../chains/settings.js';
 import type { Connect, Orm } from '../db/orm.js';
 import { JobQueues } from '../jobs/queues.js';
-import { count, csvErrorMessage, LineCap, Progress } from '../platform/csv-import.js';
+import { count, csvErrorMessage, importCsvOptions, LineCap, Progress } from '../platform/csv-import.js';
 import { AppError } from '../platform/errors.js';
 import { createBullConnection } from '../platform/redis.js';
 import type { DatabaseSettings, RedisSettings } from '../platform/settings.js';
@@ -152,29 +152,15 @@ class CsvTargets {
     );
     let header = false;
     let last = { lines: 0, empty_lines: 0 };
-    const options: CsvOptions & { autoDestroy: boolean } = {
-      bom: true,
-      trim: true,
-      skip_empty_lines: true,
-      relax_column_count: true,
-      info: true,
-      max_record_size: MAX_RECORD_BYTES,
-      autoDestroy: false,
-      columns: (names: string[]) => {
+    const options = importCsvOptions(this.file, {
+      maxBytes: MAX_RECORD_BYTES,
+      optional: CSV_COLUMNS.slice(1),
+      nothing: 'Nothing was stored.',
+      onHeader: () => {
         header = true;
         last = { lines: parser.info.lines, empty_lines: parser.info.empty_lines };
-        const columns = names.map((h) => h.trim().toLowerCase());
-        const unknown = columns.filter((c) => !(CSV_COLUMNS as readonly string[]).includes(c));
-        if (!columns.includes('target') || unknown.length)
-          throw new AppError(
-            'invalid_request',
-            `${this.file}: the header row must name the column target, and may name chain, network and label` +
-              (unknown.length ? `; unknown: ${unknown.map((c) => clip(c, 40)).join(', ')}` : '') +
-              '. Nothing was stored.',
-          );
-        return columns;
       },
-    };
+    });
     const parser = parseCsv(options);
     input.on('error', (err) => parser.destroy(err));
     lines.on('error', (err) => parser.destroy(err));

@@ -5,6 +5,7 @@ import { networkLabel, resolveNetwork, type NetworkDef } from '../chains/registr
 import type { Orm } from '../db/orm.js';
 import type { AfterCommit, EventLog } from '../events/log.js';
 import type { JobQueues } from '../jobs/queues.js';
+import { AppError } from '../platform/errors.js';
 import type { Logger } from '../platform/logger.js';
 import { presentFinding } from '../risk/present.js';
 import type { Screener, ScreenTarget } from '../risk/screen.js';
@@ -68,9 +69,15 @@ export class ScreeningRunner {
 
   constructor(private readonly deps: ScreeningRunnerDeps) {}
 
-  /** Starts what may start of the account's queued screenings; returns their ids. */
-  async start(accountId: string): Promise<string[]> {
+  /**
+   * Starts what may start of the account's queued screenings; returns their ids. `submitted` names the
+   * screening whose submission asked: its job is enqueued inside the submitting transaction, so it can run
+   * before that commits; until the screening is there the job fails and BullMQ tries it again (1 s, 2 s, …).
+   */
+  async start(accountId: string, submitted?: string): Promise<string[]> {
     const { orm } = this.deps;
+    if (submitted && !(await findScreening(orm, submitted)))
+      throw new AppError('dependency_unavailable', `Screening ${submitted} is not committed yet.`);
     const afterCommit: AfterCommit[] = [];
     const started = await orm.em.fork().transactional(async (em) => {
       await lockAccount(em, accountId);

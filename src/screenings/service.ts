@@ -152,7 +152,12 @@ export class ScreeningsService {
         resourceId: id,
         after: { depth, total, invalid },
       });
-      if (opts.start) await this.queues.enqueue('screening-start', { account_id: accountId }, `start-${id}`);
+      if (opts.start)
+        await this.queues.enqueue(
+          'screening-start',
+          { account_id: accountId, screening_id: id },
+          `start-${id}`,
+        );
     });
     return id;
   }

@@ -3,12 +3,12 @@ import { access, constants, stat } from 'node:fs/promises';
 import { basename } from 'node:path';
 import type { Command } from 'commander';
 import { actorOption, commandActor } from '../audit/operator.js';
-import { CsvError, parse as parseCsv, type Options as CsvOptions } from 'csv-parse';
+import { CsvError, parse as parseCsv } from 'csv-parse';
 import { networksFromConfig } from '../chains/providers.js';
 import { clip, resolveNetwork } from '../chains/registry.js';
 import type { ChainsConfig } from '../chains/settings.js';
 import type { Connect, Orm } from '../db/orm.js';
-import { count, csvErrorMessage, LineCap, Progress } from '../platform/csv-import.js';
+import { count, csvErrorMessage, importCsvOptions, LineCap, Progress } from '../platform/csv-import.js';
 import { AppError } from '../platform/errors.js';
 import type { DatabaseSettings } from '../platform/settings.js';
 import { newEntrySchema, type ImportSummaryBody, type NewEntry } from './schemas.js';
@@ -154,33 +154,15 @@ async function importCsv(file: string, size: number, add: AddBatch): Promise<Imp
   let header = false;
   /** Where the last record read ended (`lines`, `empty_lines` of csv-parse's info): the next starts after. */
   let last = { lines: 0, empty_lines: 0 };
-  const options: CsvOptions & { autoDestroy: boolean } = {
-    bom: true,
-    trim: true,
-    skip_empty_lines: true,
-    relax_column_count: true,
-    info: true,
-    max_record_size: MAX_RECORD_BYTES,
-    // Handed to the stream (csv-parse's Parser passes its options to Transform): on an error the records
-    // parsed before it are still read, then the error thrown. Destroyed at once, the stream would drop
-    // those it holds, and the rows just before the error would be neither imported nor reported.
-    autoDestroy: false,
-    columns: (names: string[]) => {
+  const options = importCsvOptions(file, {
+    maxBytes: MAX_RECORD_BYTES,
+    optional: CSV_COLUMNS.slice(1),
+    nothing: 'Nothing was imported.',
+    onHeader: () => {
       header = true;
       last = { lines: parser.info.lines, empty_lines: parser.info.empty_lines };
-      const columns = names.map((h) => h.trim().toLowerCase());
-      const unknown = columns.filter((c) => !(CSV_COLUMNS as readonly string[]).includes(c));
-      if (!columns.includes('target') || unknown.length)
-        throw new AppError(
-          'invalid_request',
-          `${file}: the header row must name the column target, and may name chain, network, label and ` +
-            'target_type' +
-            (unknown.length ? `; unknown: ${unknown.map((c) => clip(c, 40)).join(', ')}` : '') +
-            '. Nothing was imported.',
-        );
-      return columns;
     },
-  };
+  });
   const parser = parseCsv(options);
   const lines = new LineCap(MAX_RECORD_BYTES);
   input.on('error', (err) => parser.destroy(err));

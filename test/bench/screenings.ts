@@ -38,7 +38,13 @@
  *
  * Knobs: BENCH_SCREEN_TARGETS (100000), BENCH_SCREEN_LATENCY_MS (50), BENCH_SCREEN_RATE_PER_S (50),
  * BENCH_SCREEN_MISSING_PCT (10), BENCH_SCREEN_CLI_ROWS (1000000; 0 = no CLI phase),
- * BENCH_SCREEN_CHUNK_CONCURRENCY (the service's default, 4), BENCH_SCREEN_CAP_S (600, per screening).
+ * BENCH_SCREEN_CHUNK_CONCURRENCY (the service's default, 4), BENCH_SCREEN_CAP_S (600, per screening),
+ * BENCH_SCREEN_ANALYZE (0; 1 = `ANALYZE screening_results` by the bench as soon as each submission is
+ * answered, inside the timed window: on a server with autovacuum off, or before autovacuum gets to a
+ * table that just grew, the planner knows nothing of the new screening's rows, and the chunks' verdict
+ * UPDATE (src/screenings/repository.ts writeVerdicts) joins every pending row of the screening with
+ * every verdict — seconds per chunk at 100,000 rows; the ANALYZE stands in for a fix, so the other
+ * goals can be measured; its time is reported).
  */
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
@@ -94,6 +100,8 @@ export interface ScreenPhase {
   start_job?: { started_ms: number; duration_ms: number; by_bench: boolean };
   /** The service's `screening-start` ran before the submission committed and started nothing (a failure). */
   lost_start?: string;
+  /** BENCH_SCREEN_ANALYZE=1: the bench's ANALYZE screening_results after the submission, ms. */
+  analyze_ms?: number;
   chunks: {
     seen: number;
     retried: number;
@@ -165,6 +173,7 @@ export interface ScreeningsReport {
     chunk_concurrency: number | 'default (4)';
     cli_rows: number;
     cap_s: number;
+    analyze: boolean;
   };
   setup: { accounts_s: number; csv_s?: number; csv_mb?: number };
   phases: ScreenPhase[];
@@ -195,6 +204,7 @@ const SETTINGS = {
     ? intEnv('BENCH_SCREEN_CHUNK_CONCURRENCY', 4, 1, 64)
     : undefined,
   capS: intEnv('BENCH_SCREEN_CAP_S', 600, 10, 7200),
+  analyze: intEnv('BENCH_SCREEN_ANALYZE', 0, 0, 1) === 1,
 };
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -239,6 +249,7 @@ export async function runScreeningsBench(o: ScreeningsBenchOptions): Promise<Scr
       chunk_concurrency: SETTINGS.chunkConcurrency ?? 'default (4)',
       cli_rows: SETTINGS.cliRows,
       cap_s: SETTINGS.capS,
+      analyze: SETTINGS.analyze,
     },
     setup: { accounts_s: 0 },
     phases: [],
@@ -249,7 +260,8 @@ export async function runScreeningsBench(o: ScreeningsBenchOptions): Promise<Scr
   log(
     `screenings: ${n.toLocaleString('en-US')} Solana targets (${SETTINGS.missingPct} % missing), facade ` +
       `latency ${SETTINGS.latencyMs} ms, provider limit ${SETTINGS.ratePerS} calls/s, chunk concurrency ` +
-      `${report.settings.chunk_concurrency}, CLI file ${SETTINGS.cliRows.toLocaleString('en-US')} rows`,
+      `${report.settings.chunk_concurrency}, CLI file ${SETTINGS.cliRows.toLocaleString('en-US')} rows` +
+      (SETTINGS.analyze ? ', ANALYZE screening_results after each submission' : ''),
   );
 
   // The chain: most targets funded system accounts, some missing.
@@ -387,10 +399,16 @@ export async function runScreeningsBench(o: ScreeningsBenchOptions): Promise<Scr
     const t0 = performance.now();
     let sub: Submitted;
     let lostStart: string | undefined;
+    let analyzeMs: number | undefined;
     let observed: number;
     let completedAt: Date;
     try {
       sub = await submit(t0Wall);
+      if (SETTINGS.analyze) {
+        const t = performance.now();
+        await db.query('analyze screening_results');
+        analyzeMs = Math.round(performance.now() - t);
+      }
       lostStart = await ensureStarted(name, sub.screeningId, t0Wall);
       let lastShown = performance.now();
       for (;;) {
@@ -409,7 +427,8 @@ export async function runScreeningsBench(o: ScreeningsBenchOptions): Promise<Scr
         if (now - t0 > SETTINGS.capS * 1000)
           throw new Error(
             `screenings ${name}: ${row?.status ?? 'no row'} with ${row?.processed ?? 0} of ${sub.valid} ` +
-              `processed after ${SETTINGS.capS} s (BENCH_SCREEN_CAP_S); ${await startJobOf(sub.screeningId, t0Wall)}`,
+              `processed after ${SETTINGS.capS} s (BENCH_SCREEN_CAP_S); ${await startJobOf(sub.screeningId, t0Wall)}; ` +
+              (await analyzedOf()),
           );
         if (now - lastShown >= 10_000) {
           lastShown = now;
@@ -510,6 +529,7 @@ export async function runScreeningsBench(o: ScreeningsBenchOptions): Promise<Scr
       ...(sharePct !== undefined ? { share_pct: sharePct, rate_used_per_s: rateUsed } : {}),
       ...(sub.postMs !== undefined ? { post_ms: sub.postMs } : {}),
       ...(lostStart ? { lost_start: lostStart } : {}),
+      ...(analyzeMs !== undefined ? { analyze_ms: analyzeMs } : {}),
       ms: Math.round(observed),
       completed_at_ms: completedAt.getTime() - t0Wall,
       ...(startJob?.processedOn && startJob.finishedOn
@@ -575,6 +595,19 @@ export async function runScreeningsBench(o: ScreeningsBenchOptions): Promise<Scr
         load_before: loadBefore,
       },
     };
+  };
+
+  /** When screening_results was last analyzed, and autovacuum's setting: the planner's view of the rows. */
+  const analyzedOf = async () => {
+    const { rows } = await db.query<{ manual: Date | null; auto: Date | null; autovacuum: string }>(
+      `select last_analyze as manual, last_autoanalyze as auto, current_setting('autovacuum') as autovacuum
+         from pg_stat_user_tables where relname = 'screening_results'`,
+    );
+    const r = rows[0];
+    return (
+      `screening_results last analyzed ${r?.manual?.toISOString() ?? 'never'} (auto: ` +
+      `${r?.auto?.toISOString() ?? 'never'}, autovacuum ${r?.autovacuum ?? '?'}; BENCH_SCREEN_ANALYZE=1 analyzes it)`
+    );
   };
 
   /** What became of the screening's `screening-start` job: when it ran and what it started. */
@@ -898,7 +931,7 @@ function printScreenings(r: ScreeningsReport, log: (line?: string) => void): voi
   log();
   for (const p of r.phases)
     log(
-      `  ${p.name} (${p.screening_id}): calls by method ${JSON.stringify(p.rpc.by_method)}, max in flight ` +
+      `  ${p.name} (${p.screening_id}): ${p.analyze_ms !== undefined ? `bench ANALYZE ${p.analyze_ms} ms; ` : ''}calls by method ${JSON.stringify(p.rpc.by_method)}, max in flight ` +
         `${p.rpc.max_in_flight}, first call +${p.rpc.first_call_ms} ms, last answer +${p.rpc.last_answer_ms} ms; ` +
         `provider attempts ${JSON.stringify(p.worker.rpc_attempts)}; results done ${p.db.done}, pending ` +
         `${p.db.pending}, account_not_found ${p.db.not_found}; worker pid ${p.worker.pid} RSS peak ` +

@@ -514,7 +514,13 @@ describe('audit log (built service, PostgreSQL)', () => {
         .map((line) => JSON.parse(line) as AuditExportLine);
       expect(lines).toHaveLength(12_001);
       expect(new Set(lines.map((l) => l.id)).size).toBe(12_001);
-      expect([...lines].sort(oldestFirst)).toEqual(lines);
+      // In the order of the exact time (ms, then µs), then of the id (its ms prefix, then i).
+      const key = (i: number) => [(i % 3) * 1000 + (i % 7), i % 3, i];
+      const order = Array.from({ length: 12_001 }, (_, n) => n + 1).sort((a, b) => {
+        const [ka, kb] = [key(a), key(b)];
+        return ka[0]! - kb[0]! || ka[1]! - kb[1]! || ka[2]! - kb[2]!;
+      });
+      expect(lines.map((l) => l.resource_id)).toEqual(order.map(String));
       expect(lines.every((l) => l.action === 'test.bulk' && l.account_id === null)).toBe(true);
     }, 120_000);
 
