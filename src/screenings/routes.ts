@@ -88,7 +88,7 @@ export function screeningRoutes(screenings: ScreeningsService, orm: Orm) {
       handler: async (ctx, { query }) => {
         const page = await screenings.list(apiKeyOf(ctx).accountId, query);
         return {
-          body: { items: page.items.map((s) => presentScreening(s)), next_cursor: page.nextCursor },
+          body: { data: page.items.map((s) => presentScreening(s)), next_cursor: page.nextCursor },
         };
       },
     }),
@@ -124,7 +124,7 @@ export function screeningRoutes(screenings: ScreeningsService, orm: Orm) {
       responses: { 200: { description: 'One page', schema: resultPageSchema }, 404: NOT_FOUND },
       handler: async (ctx, { params, query }) => {
         const page = await screenings.results(apiKeyOf(ctx).accountId, params.id, query);
-        return { body: { items: page.items.map(presentResult), next_cursor: page.nextCursor } };
+        return { body: { data: page.items.map(presentResult), next_cursor: page.nextCursor } };
       },
     }),
     defineRoute({

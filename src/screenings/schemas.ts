@@ -110,7 +110,7 @@ export const screeningsQuery = z.object({ ...pageQuery, limit: pageQuery.limit.d
 export type ScreeningsQuery = z.infer<typeof screeningsQuery>;
 
 export const screeningPageSchema = z
-  .object({ items: z.array(screeningSchema), next_cursor: z.string().nullable() })
+  .object({ data: z.array(screeningSchema), next_cursor: z.string().nullable() })
   .meta({ id: 'ScreeningPage' });
 
 export const resultsQuery = z.object({
@@ -123,7 +123,7 @@ export const resultsQuery = z.object({
 export type ResultsQuery = z.infer<typeof resultsQuery>;
 
 export const resultPageSchema = z
-  .object({ items: z.array(resultSchema), next_cursor: z.string().nullable() })
+  .object({ data: z.array(resultSchema), next_cursor: z.string().nullable() })
   .meta({ id: 'ScreeningResultPage' });
 
 export const csvQuery = resultsQuery.omit({ limit: true, cursor: true });

@@ -28,7 +28,7 @@ import {
 import { cli, cliJson, freePort, prepareEnv, type RunningService, type TestEnv } from '../support/service.js';
 
 /*
- * The audit records webhooks and watchlists write (docs/audit-actions-webhooks-watchlists.md), read
+ * The audit records webhooks and watchlists write (docs/api.md, "Audit log"), read
  * straight from the audit_log table: one per change, in the account of the change, naming the API key
  * (id and prefix), the request id the client sent and its address, with the changed fields only; one
  * summarised record per bulk call; none for a call that fails or changes nothing; never a signing secret.

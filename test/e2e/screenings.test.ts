@@ -81,7 +81,7 @@ async function allResults(c: Customer, id: string, query = ''): Promise<ResultBo
   const out: ResultBody[] = [];
   let cursor: string | null = null;
   do {
-    const page: { items: ResultBody[]; next_cursor: string | null } = await expectJson(
+    const page: { data: ResultBody[]; next_cursor: string | null } = await expectJson(
       await call(
         c,
         'GET',
@@ -89,7 +89,7 @@ async function allResults(c: Customer, id: string, query = ''): Promise<ResultBo
       ),
       200,
     );
-    out.push(...page.items);
+    out.push(...page.data);
     cursor = page.next_cursor;
   } while (cursor);
   return out;
@@ -421,11 +421,11 @@ describe('bad input: a problem with a code, nothing half-stored', () => {
       400,
       'invalid_request',
     );
-    const list = await expectJson<{ items: ScreeningBody[] }>(
+    const list = await expectJson<{ data: ScreeningBody[] }>(
       await call(other, 'GET', '/api/v1/screenings'),
       200,
     );
-    expect(list.items.map((s) => s.id)).not.toContain(mine.screening_id);
+    expect(list.data.map((s) => s.id)).not.toContain(mine.screening_id);
   });
 });
 
