@@ -8,7 +8,7 @@ import { WatchMetrics } from '../src/watchlists/metrics.js';
 import { WebhookMetrics } from '../src/webhooks/metrics.js';
 import { usageStreamKey } from '../src/usage/recorder.js';
 import { UsageDrain } from '../src/usage/drain.js';
-import { auditPrune } from './compliance.worker.js';
+import { auditPrune } from './audit.worker.js';
 import { impactRefresh } from './impact-refresh.worker.js';
 import { checkHandlers, jobProcessor, type JobHandlers } from './job-handler.js';
 import { screeningChunk, screeningStart, screeningsPrune } from './screenings.worker.js';

@@ -96,6 +96,11 @@ export interface ScreenPhase {
   ms: number;
   /** Submission → `completed_at` (PostgreSQL's now() of the completing transaction), ms. */
   completed_at_ms: number;
+  /**
+   * Submission → the submitting transaction's start (the screening row's `created_at`, PostgreSQL's now()):
+   * before it the request is read, parsed and every target checked; after it the rows are inserted.
+   */
+  tx_start_ms: number | undefined;
   /** The `screening-start` job that started it (the bench's own after a lost start), from submission, ms. */
   start_job?: { started_ms: number; duration_ms: number; by_bench: boolean };
   /** The service's `screening-start` ran before the submission committed and started nothing (a failure). */
@@ -461,13 +466,19 @@ export async function runScreeningsBench(o: ScreeningsBenchOptions): Promise<Scr
             `expected completed, ${sub.valid}`,
         );
     }
-    const { rows: stored } = await db.query<{ processed: number; done: string; pending: string; nf: string }>(
-      `select s.processed,
+    const { rows: stored } = await db.query<{
+      processed: number;
+      created_at: Date;
+      done: string;
+      pending: string;
+      nf: string;
+    }>(
+      `select s.processed, s.created_at,
               count(*) filter (where r.status = 'done') as done,
               count(*) filter (where r.status = 'pending') as pending,
               count(*) filter (where r.findings @> '[{"code": "account_not_found"}]') as nf
          from screenings s join screening_results r on r.screening_id = s.id
-        where s.id = $1 group by s.processed`,
+        where s.id = $1 group by s.processed, s.created_at`,
       [id],
     );
     const counts = {
@@ -532,6 +543,7 @@ export async function runScreeningsBench(o: ScreeningsBenchOptions): Promise<Scr
       ...(analyzeMs !== undefined ? { analyze_ms: analyzeMs } : {}),
       ms: Math.round(observed),
       completed_at_ms: completedAt.getTime() - t0Wall,
+      tx_start_ms: stored[0] ? stored[0].created_at.getTime() - t0Wall : undefined,
       ...(startJob?.processedOn && startJob.finishedOn
         ? {
             start_job: {
@@ -884,6 +896,7 @@ function printScreenings(r: ScreeningsReport, log: (line?: string) => void): voi
         'phase',
         'targets',
         'POST s',
+        'tx start s',
         'start job s',
         'first chunk s',
         'last chunk s',
@@ -905,6 +918,7 @@ function printScreenings(r: ScreeningsReport, log: (line?: string) => void): voi
         p.name,
         p.targets.toLocaleString('en-US'),
         s(p.post_ms),
+        s(p.tx_start_ms),
         p.start_job
           ? `${s(p.start_job.started_ms)}+${s(p.start_job.duration_ms)}${p.start_job.by_bench ? ' (bench)' : ''}`
           : '-',
