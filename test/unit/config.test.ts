@@ -63,7 +63,7 @@ describe('loadConfig', () => {
     expect(config.rate_limit.default_per_min).toBe(600);
     expect(config.usage.retention_days).toBe(90);
     expect(config.audit.retention_days).toBe(400);
-    expect(config.screenings).toEqual({ retention_days: 30, chunk_concurrency: 4, provider_share_pct: 50 });
+    expect(config.screenings).toEqual({ retention_days: 30, chunk_concurrency: 8, provider_share_pct: 50 });
     expect(config.scheduler).toEqual({
       impact_refresh_cron: '*/15 * * * * *',
       usage_prune_cron: '17 3 * * *',
