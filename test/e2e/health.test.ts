@@ -132,6 +132,10 @@ describe('health, readiness, dependency failures and public impact', () => {
         'webhook-drain',
         'webhooks-sweep',
         'events-prune',
+        'audit-prune',
+        'screenings-prune',
+        'screening-start',
+        'screening-chunk',
       ].sort(),
     );
     for (const q of queues) {
