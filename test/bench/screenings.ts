@@ -175,7 +175,7 @@ export interface ScreeningsReport {
     missing: number;
     latency_ms: number;
     rate_per_s: number;
-    chunk_concurrency: number | 'default (4)';
+    chunk_concurrency: number | 'default (8)';
     cli_rows: number;
     cap_s: number;
     analyze: boolean;
@@ -251,7 +251,7 @@ export async function runScreeningsBench(o: ScreeningsBenchOptions): Promise<Scr
       missing: 0,
       latency_ms: SETTINGS.latencyMs,
       rate_per_s: SETTINGS.ratePerS,
-      chunk_concurrency: SETTINGS.chunkConcurrency ?? 'default (4)',
+      chunk_concurrency: SETTINGS.chunkConcurrency ?? 'default (8)',
       cli_rows: SETTINGS.cliRows,
       cap_s: SETTINGS.capS,
       analyze: SETTINGS.analyze,
