@@ -1,4 +1,4 @@
-import { isAddress as isSolanaAddress, type Address as SolanaAddress } from '@solana/kit';
+import type { Address as SolanaAddress } from '@solana/kit';
 import { getAddress, isAddress as isEvmAddress, type Address as EvmAddress } from 'viem';
 import { AppError } from '../platform/errors.js';
 import { BUILT_IN_NETWORKS, clip, type NetworkDef } from './registry.js';
@@ -8,19 +8,36 @@ export type { EvmAddress, SolanaAddress };
 const invalid = (path: string, detail: string, message: string) =>
   new AppError('invalid_address', detail, { errors: [{ path, message }] });
 
-/**
- * Addresses already found valid: @solana/kit's check decodes base58 with BigInt arithmetic, which costs
- * more than the rest of a cached preflight. Bounded; emptied when full.
- */
-const validSolana = new Set<string>();
-const VALID_SOLANA_MAX = 10_000;
+const BASE58 = '123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz';
+const BASE58_DIGIT = new Int8Array(128).fill(-1);
+for (let i = 0; i < BASE58.length; i++) BASE58_DIGIT[BASE58.charCodeAt(i)] = i;
+const decoded = new Uint8Array(64);
 
+/**
+ * Whether `value` is base58 of exactly 32 bytes: @solana/kit's `isAddress`, decided with byte arithmetic
+ * instead of its BigInt decode, which cost 12 µs an address (1.2 s of CPU per 100,000-target screening).
+ * The unit test holds it to kit's answer on valid, invalid and random strings.
+ */
 function isValidSolana(value: string): value is SolanaAddress {
-  if (validSolana.has(value)) return true;
-  if (!isSolanaAddress(value)) return false;
-  if (validSolana.size >= VALID_SOLANA_MAX) validSolana.clear();
-  validSolana.add(value);
-  return true;
+  if (value.length < 32 || value.length > 44) return false;
+  let zeros = 0;
+  while (zeros < value.length && value.charCodeAt(zeros) === 49 /* '1' */) zeros++;
+  let length = 0;
+  for (let i = zeros; i < value.length; i++) {
+    const code = value.charCodeAt(i);
+    let carry = code < 128 ? BASE58_DIGIT[code]! : -1;
+    if (carry < 0) return false;
+    for (let j = 0; j < length; j++) {
+      carry += decoded[j]! * 58;
+      decoded[j] = carry & 0xff;
+      carry >>= 8;
+    }
+    for (; carry > 0; carry >>= 8) {
+      if (length + zeros >= 32) return false;
+      decoded[length++] = carry & 0xff;
+    }
+  }
+  return zeros + length === 32;
 }
 
 /** A Solana address: base58 that decodes to exactly 32 bytes. */

@@ -112,10 +112,14 @@ export function networksFromConfig(chains: ChainsConfig): ConfiguredNetwork[] {
  * network (its URLs in failover order), typed as SolanaRpc or EvmRpc. The risk engine resolves the
  * request's chain/network here, then reads through the network's client.
  */
+/** Distinct (chain, network) names `resolve` remembers. */
+const RESOLVED_MAX = 256;
+
 export class ChainProviders {
   private readonly clients = new Map<NetworkDef, JsonRpcClient>();
   private readonly rates = new Map<NetworkDef, number>();
   private readonly view: NetworkRegistryView;
+  private readonly resolved = new Map<string, NetworkDef>();
 
   static fromConfig(chains: ChainsConfig, deps: ChainProvidersDeps = {}): ChainProviders {
     const responseBudget = new ByteBudget(chains.defaults.max_buffered_mib * 1024 * 1024);
@@ -167,7 +171,16 @@ export class ChainProviders {
    * Unknown or unconfigured → `AppError('unsupported_chain')` listing the configured networks.
    */
   resolve(chain: string | undefined, network: string | undefined): NetworkDef {
-    return resolveNetwork(chain, network, this.view);
+    // Remembered by the names as given (a bulk screening resolves the same few pairs 100,000 times);
+    // bounded, since the names come from callers. Refusals are not remembered: they throw each time.
+    const key = `${chain ?? ''}\u0000${network ?? ''}`;
+    let def = this.resolved.get(key);
+    if (!def) {
+      def = resolveNetwork(chain, network, this.view);
+      if (this.resolved.size >= RESOLVED_MAX) this.resolved.clear();
+      this.resolved.set(key, def);
+    }
+    return def;
   }
 
   /** Calls per second each provider URL of `network` takes (`rate_per_s`); 0: unlimited or unconfigured. */

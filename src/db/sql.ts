@@ -1,4 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { CompiledQuery } from 'kysely';
 import { decodeCursor } from '../platform/cursor.js';
 import type { Orm } from './orm.js';
 
@@ -21,6 +22,18 @@ export function run<T>(db: Db, sql: string, params: readonly unknown[] = [], met
   // A transaction's manager runs the statement in its transaction; the ORM on a pooled connection.
   if ('em' in db) return db.em.getConnection().execute(sql, [...params], method) as Promise<T>;
   return db.execute(sql, [...params], method) as Promise<T>;
+}
+
+/**
+ * Runs `sql` (placeholders `$1`, `$2`, …) with its parameters bound by PostgreSQL, in `db`'s transaction
+ * when it has one; returns how many rows it wrote. `run` has the ORM inline every parameter into the
+ * statement, escaping it character by character: for a parameter of megabytes (a 10,000-row JSON batch)
+ * that escaping cost more than the statement.
+ */
+export async function runBound(db: Db, sql: string, params: readonly unknown[]): Promise<number> {
+  const em = 'em' in db ? db.em : db;
+  const result = await em.getKysely().executeQuery(CompiledQuery.raw(sql, [...params]));
+  return Number(result.numAffectedRows ?? 0);
 }
 
 /**

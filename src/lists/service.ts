@@ -8,7 +8,7 @@ import { keysetPage, type Page } from '../platform/cursor.js';
 import { AppError, invalidRequest, notFound } from '../platform/errors.js';
 import { newId } from '../platform/ids.js';
 import type { Orm } from '../db/orm.js';
-import { run, time, Where, type Time } from '../db/sql.js';
+import { run, runBound, time, Where, type Time } from '../db/sql.js';
 import { displayAddress, normaliseAddress } from './addresses.js';
 import { LIST_NAMES, ListEntrySchema, type ListEntry, type ListName } from './entities.js';
 import {
@@ -310,13 +310,13 @@ export class ListsService {
       await em.execute('delete from sanctioned_addresses where source = ?', [input.source], 'run');
       for (let i = 0; i < rows.length; i += IMPORT_BATCH) {
         const batch = rows.slice(i, i + IMPORT_BATCH);
-        await em.execute(
+        await runBound(
+          em,
           `insert into sanctioned_addresses
              (source, currency, address, entity_name, entity_uid, list_as_of, imported_at)
-           select ?, r.currency, r.address, r.name, r.uid, ?::date, now()
-             from jsonb_to_recordset(?::jsonb) as r(currency text, address text, name text, uid text)`,
+           select $1, r.currency, r.address, r.name, r.uid, $2::date, now()
+             from jsonb_to_recordset($3::jsonb) as r(currency text, address text, name text, uid text)`,
           [input.source, input.listAsOf, JSON.stringify(batch)],
-          'run',
         );
       }
       const before = new Set(previous.map(key));

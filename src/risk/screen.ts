@@ -66,13 +66,15 @@ export function resolveScreenTarget(
   chain?: string,
   network?: string,
 ): ScreenTarget {
-  let def: NetworkDef;
-  if (chain !== undefined || network !== undefined) def = providers.resolve(chain, network);
-  else {
-    const inferred = inferChainFromAddress(target, 'target');
-    def = providers.resolve(inferred.network.chain, inferred.network.network);
+  if (chain !== undefined || network !== undefined) {
+    const def = providers.resolve(chain, network);
+    return { address: parseAddress(def, target, 'target'), network: def };
   }
-  return { address: parseAddress(def, target, 'target'), network: def };
+  const inferred = inferChainFromAddress(target, 'target');
+  return {
+    address: inferred.address,
+    network: providers.resolve(inferred.network.chain, inferred.network.network),
+  };
 }
 
 /** What `lists` depth knows of a target's chain state: nothing, and it does not claim to. */

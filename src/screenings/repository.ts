@@ -1,5 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { run, textArray, Where, type Db, type Time } from '../db/sql.js';
+import { run, runBound, textArray, Where, type Db, type Time } from '../db/sql.js';
 import type { ScreeningDepth, ScreeningStatus } from './entities.js';
 
 /*
@@ -40,11 +40,15 @@ export interface ResultRow {
   error: { code: string; message: string } | null;
 }
 
-/** A target as submitted: valid (`pending`) or refused (`invalid`, with its error). */
+/**
+ * A target as submitted: valid (`pending`), refused (`invalid`, with its error), or already judged (`done`,
+ * with its verdict: `lists` screenings submitted through the API).
+ */
 export type NewResult = Pick<
   ResultRow,
   'seq' | 'target' | 'chain' | 'network' | 'label' | 'status' | 'error'
->;
+> &
+  Partial<Pick<ResultRow, 'level' | 'score' | 'decision' | 'complete' | 'findings'>>;
 
 /** A verdict a chunk writes. */
 export type Written = Pick<ResultRow, 'seq' | 'level' | 'score' | 'decision' | 'complete' | 'findings'>;
@@ -72,22 +76,32 @@ export async function insertScreening(
 }
 
 /** The targets' counts, once every batch of them is stored. */
-export async function setTotals(em: EntityManager, id: string, total: number, invalid: number) {
-  await run(em, `update screenings set total = ?, invalid = ? where id = ?`, [total, invalid, id], 'run');
+export async function setTotals(
+  em: EntityManager,
+  id: string,
+  counts: { total: number; invalid: number; processed: number },
+) {
+  await run(
+    em,
+    `update screenings set total = ?, invalid = ?, processed = ? where id = ?`,
+    [counts.total, counts.invalid, counts.processed, id],
+    'run',
+  );
 }
 
 /** Appends results (any number, in statements of INSERT_BATCH rows). */
 export async function insertResults(em: EntityManager, screeningId: string, rows: readonly NewResult[]) {
   for (let i = 0; i < rows.length; i += INSERT_BATCH) {
     const batch = rows.slice(i, i + INSERT_BATCH);
-    await run(
+    await runBound(
       em,
-      `insert into screening_results (screening_id, seq, target, chain, network, label, status, error)
-       select ?, seq, target, chain, network, label, status, error
-         from jsonb_to_recordset(?::jsonb) as r(seq int, target text, chain text, network text, label text,
-              status text, error jsonb)`,
+      `insert into screening_results (screening_id, seq, target, chain, network, label, status, error, level,
+              score, decision, complete, findings)
+       select $1, seq, target, chain, network, label, status, error, level, score, decision, complete, findings
+         from jsonb_to_recordset($2::jsonb) as r(seq int, target text, chain text, network text, label text,
+              status text, error jsonb, level text, score smallint, decision text, complete boolean,
+              findings jsonb)`,
       [screeningId, JSON.stringify(batch)],
-      'run',
     );
   }
 }
@@ -172,20 +186,18 @@ export async function writeVerdicts(
     min: Number.MAX_SAFE_INTEGER,
     max: -1,
   });
-  const res = await run<{ affectedRows: number }>(
+  const written = await runBound(
     em,
     `update screening_results r
         set status = 'done', level = v.level, score = v.score, decision = v.decision, complete = v.complete,
             findings = v.findings
-       from jsonb_to_recordset(?::jsonb) as v(seq int, level text, score smallint, decision text,
+       from jsonb_to_recordset($1::jsonb) as v(seq int, level text, score smallint, decision text,
             complete boolean, findings jsonb)
-      where r.screening_id = ? and r.seq between ? and ? and r.seq = v.seq and r.status = 'pending'`,
+      where r.screening_id = $2 and r.seq between $3 and $4 and r.seq = v.seq and r.status = 'pending'`,
     // The seq range keeps the plan to the chunk's rows whatever the statistics say: on a table whose
     // statistics predate a 100,000-row screening, the planner looped over every pending row per verdict.
     [JSON.stringify(verdicts), screeningId, seqs.min, seqs.max],
-    'run',
   );
-  const written = res.affectedRows;
   const [screening] = await run<ScreeningRow[]>(
     em,
     `update screenings set processed = processed + ? where id = ? returning ${SCREENING_COLUMNS}`,

@@ -38,7 +38,8 @@ export function screeningRoutes(screenings: ScreeningsService, orm: Orm) {
         'one is reported in `errors[]` (and kept as an `invalid` result) while the others are screened. ' +
         'The workers screen them in chunks: follow `GET /api/v1/screenings/{id}`, read the results paged ' +
         'or as CSV, or subscribe a webhook to `screening.completed`. One `state`/`full` screening runs at ' +
-        'a time per account (later ones are `queued`); `lists` screenings start at once. `full` depth is ' +
+        'a time per account (later ones are `queued`); a `lists` screening is judged while it is stored and ' +
+        'answers already `completed`. `full` depth is ' +
         'bound by the provider rate limit (several calls per target), and every screening uses at most ' +
         '`screenings.provider_share_pct` of it, so preflights and watchlist ticks keep the rest. ' +
         `Costs one rate-limit point per ${TARGETS_PER_POINT.toLocaleString('en-US')} targets (rounded ` +

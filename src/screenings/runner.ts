@@ -22,6 +22,7 @@ import {
   resultRows,
   writeVerdicts,
   type ScreeningRow,
+  type Written,
 } from './repository.js';
 import { run } from '../db/sql.js';
 import type { ScreeningsSettings } from './settings.js';
@@ -54,7 +55,8 @@ export interface ScreeningRunnerDeps {
 /**
  * The workers' side of screenings (docs/api.md, "Screenings"):
  *
- *   POST /api/v1/screenings, CLI import  → rows stored, `screening-start` (id `start-<screening>`)
+ *   POST /api/v1/screenings, CLI import  → rows stored, `screening-start` (id `start-<screening>`); a
+ *                                          `lists` POST is judged as it is stored (`judge`, `complete`)
  *   screening-start (per account)        → every queued `lists` screening, and the oldest queued `state` /
  *                                          `full` one unless one runs: `running`, its chunks enqueued
  *   screening-chunk                      → the chunk's pending targets screened, written in one transaction
@@ -119,7 +121,7 @@ export class ScreeningRunner {
 
   /** Screens the pending targets of `[fromSeq, toSeq)` and writes them; how many it wrote. */
   async runChunk(screeningId: string, fromSeq: number, toSeq: number): Promise<number> {
-    const { orm, providers, screener } = this.deps;
+    const { orm, providers } = this.deps;
     const screening = await findScreening(orm, screeningId);
     if (!screening) return 0; // pruned meanwhile
     const rows = await resultRows(orm, screeningId, { status: 'pending', fromSeq, toSeq }, toSeq - fromSeq);
@@ -134,20 +136,13 @@ export class ScreeningRunner {
       network: resolveNetwork(r.chain ?? undefined, r.network ?? undefined, registry),
     }));
     await this.takeShare(screening.depth, targets);
-    const verdicts = await screener.screen(screening.account_id, screening.depth, targets);
+    const verdicts = await this.judge(screening.account_id, screening.depth, targets);
     let afterCommit: AfterCommit | undefined;
     const { written, now } = await orm.em.fork().transactional(async (em) => {
       const result = await writeVerdicts(
         em,
         screeningId,
-        verdicts.map((v, i) => ({
-          seq: rows[i]!.seq,
-          level: v.riskLevel,
-          score: v.riskScore,
-          decision: v.decision,
-          complete: v.complete,
-          findings: v.findings.map(presentFinding),
-        })),
+        verdicts.map((v, i) => ({ ...v, seq: rows[i]!.seq })),
       );
       const s = result.screening;
       if (s.status !== 'completed' && s.processed + s.invalid >= s.total)
@@ -161,8 +156,23 @@ export class ScreeningRunner {
     return written;
   }
 
-  /** Marks a screening completed with its counts and appends its event (in `em`'s transaction). */
-  private async complete(em: Parameters<typeof lockAccount>[0], id: string): Promise<AfterCommit> {
+  /** The verdicts of `targets` at `depth`, as result columns (in order). */
+  async judge(accountId: string, depth: ScreeningDepth, targets: readonly ScreenTarget[]) {
+    const verdicts = await this.deps.screener.screen(accountId, depth, targets);
+    return verdicts.map((v): Omit<Written, 'seq'> => ({
+      level: v.riskLevel,
+      score: v.riskScore,
+      decision: v.decision,
+      complete: v.complete,
+      findings: v.findings.map(presentFinding),
+    }));
+  }
+
+  /**
+   * Marks a screening completed with its counts and appends its event, in `em`'s transaction; the step it
+   * returns publishes the event once that commits.
+   */
+  async complete(em: Parameters<typeof lockAccount>[0], id: string): Promise<AfterCommit> {
     const counts = await countResults(em, id);
     await markCompleted(em, id, counts);
     const done = (await findScreening(em, id))!;

@@ -2,6 +2,7 @@ import { Readable } from 'node:stream';
 import { recordAudit } from '../audit/log.js';
 import { actorName, type Actor } from '../audit/actor.js';
 import type { Orm } from '../db/orm.js';
+import type { AfterCommit } from '../events/log.js';
 import type { JobQueues } from '../jobs/queues.js';
 import { keysetPage, type Page } from '../platform/cursor.js';
 import { AppError, invalidRequest } from '../platform/errors.js';
@@ -59,10 +60,17 @@ export class ScreeningsService {
     private readonly runner?: ScreeningRunner,
   ) {}
 
-  /** Each target resolved (network, address) or refused with its error; `index` is its position. */
-  checkTargets(targets: readonly GivenTarget[], indexBase = 0): { rows: NewResult[]; errors: TargetError[] } {
+  /**
+   * Each target resolved (network, address) or refused with its error; `index` is its position. `valid`
+   * pairs each pending row with its resolved target.
+   */
+  checkTargets(
+    targets: readonly GivenTarget[],
+    indexBase = 0,
+  ): { rows: NewResult[]; errors: TargetError[]; valid: { row: NewResult; target: ScreenTarget }[] } {
     const rows: NewResult[] = [];
     const errors: TargetError[] = [];
+    const valid: { row: NewResult; target: ScreenTarget }[] = [];
     targets.forEach((t, i) => {
       const seq = indexBase + i;
       const label = t.label || null;
@@ -70,7 +78,7 @@ export class ScreeningsService {
         if (label && label.length > 200)
           throw new AppError('invalid_request', 'label: at most 200 characters.');
         const resolved = this.targets.resolve(t.target, t.chain, t.network);
-        rows.push({
+        const row: NewResult = {
           seq,
           target: resolved.address,
           chain: resolved.network.chain,
@@ -78,7 +86,9 @@ export class ScreeningsService {
           label,
           status: 'pending',
           error: null,
-        });
+        };
+        rows.push(row);
+        valid.push({ row, target: resolved });
       } catch (err) {
         if (!(err instanceof AppError) || !PER_TARGET_CODES.has(err.code)) throw err;
         const error = { code: err.code as TargetError['code'], message: err.message };
@@ -94,7 +104,7 @@ export class ScreeningsService {
         });
       }
     });
-    return { rows, errors };
+    return { rows, errors, valid };
   }
 
   /**
@@ -113,10 +123,20 @@ export class ScreeningsService {
           `${body.targets.length}. Leave wait out and follow its progress.`,
         [{ path: 'wait', message: `at most ${MAX_WAIT_TARGETS} targets with wait` }],
       );
-    const { rows, errors } = this.checkTargets(body.targets);
-    const id = await this.store(accountId, actor, body.depth, [rows], { start: !body.wait });
+    const { rows, errors, valid } = this.checkTargets(body.targets);
+    // `lists` reads memory only: judged here and stored done, so the screening is complete when this answers.
+    const judgeNow = body.depth === 'lists' && this.runner !== undefined;
+    if (judgeNow) {
+      const verdicts = await this.runner.judge(
+        accountId,
+        body.depth,
+        valid.map((v) => v.target),
+      );
+      valid.forEach(({ row }, i) => Object.assign(row, verdicts[i], { status: 'done' }));
+    }
+    const id = await this.store(accountId, actor, body.depth, [rows], { start: !body.wait && !judgeNow });
     if (!body.wait || !this.runner) return { screening: (await findScreening(this.orm, id))!, errors };
-    await this.runner.runChunk(id, 0, rows.length);
+    if (!judgeNow) await this.runner.runChunk(id, 0, rows.length);
     const results = await resultRows(this.orm, id, {}, rows.length);
     return { screening: (await findScreening(this.orm, id))!, errors, results };
   }
@@ -134,26 +154,32 @@ export class ScreeningsService {
     opts: { start: boolean },
   ): Promise<string> {
     const id = newId('scr');
+    let afterCommit: AfterCommit | undefined;
     await this.orm.em.fork().transactional(async (em) => {
       // A screening answered inline runs at once; any other waits for the workers to start it.
       const status = opts.start ? 'queued' : 'running';
       await insertScreening(em, { id, account_id: accountId, created_by: actorName(actor), depth, status });
-      let total = 0;
-      let invalid = 0;
+      const counts = { total: 0, invalid: 0, processed: 0 };
       for await (const rows of batches) {
         await insertResults(em, id, rows);
-        total += rows.length;
-        invalid += rows.filter((r) => r.status === 'invalid').length;
+        counts.total += rows.length;
+        for (const r of rows) {
+          if (r.status === 'invalid') counts.invalid++;
+          else if (r.status === 'done') counts.processed++;
+        }
       }
-      await setTotals(em, id, total, invalid);
+      await setTotals(em, id, counts);
       await recordAudit(em, actor, {
         accountId,
         action: 'screening.created',
         resourceType: 'screening',
         resourceId: id,
-        after: { depth, total, invalid },
+        after: { depth, total: counts.total, invalid: counts.invalid },
       });
-      if (opts.start) {
+      if (this.runner && counts.invalid + counts.processed === counts.total) {
+        // Nothing left for the workers (judged at submission, or every target refused).
+        afterCommit = await this.runner.complete(em, id);
+      } else if (opts.start) {
         // The start job takes this lock too: one that runs before this commits waits for it.
         await lockAccount(em, accountId);
         await this.queues.enqueue(
@@ -163,6 +189,7 @@ export class ScreeningsService {
         );
       }
     });
+    await afterCommit?.();
     return id;
   }
 

@@ -1,4 +1,4 @@
-import { run, time, Where, type Db, type Time } from '../db/sql.js';
+import { run, runBound, time, Where, type Db, type Time } from '../db/sql.js';
 import type { BucketCounts, BucketRows } from './buckets.js';
 import type { UsageEntry } from './recorder.js';
 import type { EdgeBucket, Grain, Segment, Span } from './rollups.js';
@@ -50,14 +50,14 @@ export interface UsageFilter {
  */
 export async function insertCalls(db: Db, rows: readonly UsageEntry[]): Promise<void> {
   if (rows.length === 0) return;
-  await run(
+  await runBound(
     db,
     `insert into usage_records
        (id, account_id, api_key_id, api_key_prefix, method, endpoint, status, latency_ms, request_id, at,
         target, chain, network, targets)
      select id, account_id, api_key_id, api_key_prefix, method, endpoint, status, latency_ms, request_id, at,
             left(target, 200), left(chain, 40), left(network, 40), targets
-       from jsonb_to_recordset(?::jsonb) as r(id varchar, account_id varchar, api_key_id varchar,
+       from jsonb_to_recordset($1::jsonb) as r(id varchar, account_id varchar, api_key_id varchar,
             api_key_prefix varchar, method varchar, endpoint varchar, status smallint, latency_ms int,
             request_id varchar, at timestamptz, target text, chain text, network text, targets int)
      on conflict (id) do nothing`,

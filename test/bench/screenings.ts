@@ -54,19 +54,15 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { lamports } from '@solana/kit';
 import type { Job } from 'bullmq';
-import { Redis } from 'ioredis';
-import pg from 'pg';
-import { JobQueues } from '../../src/jobs/queues.js';
 import { PROJECT_ROOT } from '../../src/platform/paths.js';
-import { REDIS_URL } from '../support/env.js';
-import { cli, MAIN, prepareEnv, startService, type RunningService } from '../support/service.js';
+import { MAIN, startService, type RunningService } from '../support/service.js';
 import { SolanaTestChain, SYSTEM_PROGRAM } from '../support/solana/chain.js';
 import { startSolanaFacade, type SolanaFacade } from '../support/solana/facade.js';
 import { intEnv } from './env.js';
 import {
   benchAddresses,
+  benchDeployment,
   byLabel,
-  deleteRedisPrefix,
   diffCounts,
   mb,
   processCpuS,
@@ -296,35 +292,12 @@ export async function runScreeningsBench(o: ScreeningsBenchOptions): Promise<Scr
   );
 
   // The service's database, Redis prefix and environment.
-  const testEnv = await prepareEnv({
-    LOG_LEVEL: 'warn',
+  const { env, accountId, apiKey, db, queues } = await benchDeployment(o, 'screenings', 'bench-screen', {
     RISKWATCH_RPC_SOLANA_MAINNET: facade.url,
     RISKWATCH_RPC_RATE_PER_S: String(SETTINGS.ratePerS),
     ...(SETTINGS.chunkConcurrency
       ? { RISKWATCH_SCREENINGS_CHUNK_CONCURRENCY: String(SETTINGS.chunkConcurrency) }
       : {}),
-  });
-  const env: Record<string, string> = { ...testEnv.env, NODE_ENV: 'production' };
-  const prefix = env.REDIS_KEY_PREFIX!;
-  o.defer(async () => {
-    await testEnv.dropDatabase();
-    const keys = await deleteRedisPrefix(prefix);
-    log(`cleanup: screenings database dropped, ${keys} Redis keys under ${prefix} deleted`);
-  });
-  const boot = await cli(env, ['bootstrap', '--org-id', 'bench-screen']);
-  const accountId = /^account\s+(\S+)/m.exec(boot)?.[1];
-  const apiKey = /^api key\s+(\S+)/m.exec(boot)?.[1];
-  if (!accountId || !apiKey) throw new Error(`bootstrap printed no account or API key:\n${boot}`);
-  await cli(env, ['entitlements', 'grant', 'bench-screen', '--rate-limit-per-min', '100000000']);
-
-  const db = new pg.Client({ connectionString: env.DATABASE_URL });
-  await db.connect();
-  o.defer(() => db.end());
-  const bull = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
-  const queues = new JobQueues(bull, prefix);
-  o.defer(async () => {
-    await queues.close();
-    bull.disconnect();
   });
 
   // The CLI's file, written before anything is measured.

@@ -316,6 +316,43 @@ export async function deleteRedisPrefix(prefix: string): Promise<number> {
   return deleted;
 }
 
+/**
+ * A bench's own deployment of the service: a database and Redis prefix of its own (dropped and deleted
+ * when the bench ends), an account with an API key and an entitlement without a practical rate limit, a
+ * PostgreSQL client and the job queues. `extraEnv` adds the bench's settings to the environment.
+ */
+export async function benchDeployment(
+  o: Pick<WatchlistsBenchOptions, 'log' | 'defer'>,
+  name: string,
+  orgId: string,
+  extraEnv: Record<string, string>,
+) {
+  const testEnv = await prepareEnv({ LOG_LEVEL: 'warn', ...extraEnv });
+  const env: Record<string, string> = { ...testEnv.env, NODE_ENV: 'production' };
+  const prefix = env.REDIS_KEY_PREFIX!;
+  o.defer(async () => {
+    await testEnv.dropDatabase();
+    const keys = await deleteRedisPrefix(prefix);
+    o.log(`cleanup: ${name} database dropped, ${keys} Redis keys under ${prefix} deleted`);
+  });
+  const boot = await cli(env, ['bootstrap', '--org-id', orgId]);
+  const accountId = /^account\s+(\S+)/m.exec(boot)?.[1];
+  const apiKey = /^api key\s+(\S+)/m.exec(boot)?.[1];
+  if (!accountId || !apiKey) throw new Error(`bootstrap printed no account or API key:\n${boot}`);
+  await cli(env, ['entitlements', 'grant', orgId, '--rate-limit-per-min', '100000000']);
+
+  const db = new pg.Client({ connectionString: env.DATABASE_URL });
+  await db.connect();
+  o.defer(() => db.end());
+  const bull = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
+  const queues = new JobQueues(bull, prefix);
+  o.defer(async () => {
+    await queues.close();
+    bull.disconnect();
+  });
+  return { env, accountId, apiKey, db, queues };
+}
+
 export async function runWatchlistsBench(o: WatchlistsBenchOptions): Promise<WatchlistsReport> {
   const { log } = o;
   const n = SETTINGS.entries;
@@ -377,37 +414,14 @@ export async function runWatchlistsBench(o: WatchlistsBenchOptions): Promise<Wat
   log(`watchlists: ${n.toLocaleString('en-US')} accounts written in ${report.setup.accounts_s} s`);
 
   // The service's database, Redis prefix and environment.
-  const testEnv = await prepareEnv({
-    LOG_LEVEL: 'warn',
+  const { env, accountId, apiKey, db, queues } = await benchDeployment(o, 'watchlists', 'bench-watch', {
     RISKWATCH_RPC_SOLANA_MAINNET: facade.url,
     RISKWATCH_RPC_RATE_PER_S: String(SETTINGS.ratePerS),
     ...(SETTINGS.scanConcurrency
       ? { RISKWATCH_WATCHLIST_SCAN_CONCURRENCY: String(SETTINGS.scanConcurrency) }
       : {}),
   });
-  const env: Record<string, string> = { ...testEnv.env, NODE_ENV: 'production' };
   const workerEnv = SETTINGS.workerNodeOptions ? { ...env, NODE_OPTIONS: SETTINGS.workerNodeOptions } : env;
-  const prefix = env.REDIS_KEY_PREFIX!;
-  o.defer(async () => {
-    await testEnv.dropDatabase();
-    const keys = await deleteRedisPrefix(prefix);
-    log(`cleanup: watchlists database dropped, ${keys} Redis keys under ${prefix} deleted`);
-  });
-  const boot = await cli(env, ['bootstrap', '--org-id', 'bench-watch']);
-  const accountId = /^account\s+(\S+)/m.exec(boot)?.[1];
-  const apiKey = /^api key\s+(\S+)/m.exec(boot)?.[1];
-  if (!accountId || !apiKey) throw new Error(`bootstrap printed no account or API key:\n${boot}`);
-  await cli(env, ['entitlements', 'grant', 'bench-watch', '--rate-limit-per-min', '100000000']);
-
-  const db = new pg.Client({ connectionString: env.DATABASE_URL });
-  await db.connect();
-  o.defer(() => db.end());
-  const bull = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
-  const queues = new JobQueues(bull, prefix);
-  o.defer(async () => {
-    await queues.close();
-    bull.disconnect();
-  });
 
   const createList = async (name: string, thresholds: Record<string, number>) => {
     const id = newId('wl');

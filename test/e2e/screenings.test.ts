@@ -213,6 +213,27 @@ describe('a screening answered inline (wait: true)', () => {
       200,
     );
     expect(theirs.results![0]!.decision).toBe('allow');
+    // Without wait: judged at submission, so the 202 already shows it completed with its counts.
+    const queued = await expectJson<Submitted>(
+      await call(acme, 'POST', '/api/v1/screenings', {
+        depth: 'lists',
+        targets: [{ target: denied }, { target: allowed }, { target: 'not-an-address' }],
+      }),
+      202,
+    );
+    expect(queued.screening).toMatchObject({ status: 'completed', total: 3, invalid: 1, processed: 2 });
+    expect(queued.screening.counts).toMatchObject({ by_decision: { block: 1, allow: 1 } });
+    const rows = await allResults(acme, queued.screening_id);
+    expect(rows.map((x) => [x.status, x.decision])).toEqual([
+      ['done', 'block'],
+      ['done', 'allow'],
+      ['invalid', null],
+    ]);
+    const events = await db.query<{ n: number }>(
+      `select count(*)::int as n from events where type = 'screening.completed' and data->'screening'->>'id' = $1`,
+      [queued.screening_id],
+    );
+    expect(events.rows[0]!.n).toBe(1);
   });
 
   it('at depth full: the risk-v2 analysis of each target', async () => {

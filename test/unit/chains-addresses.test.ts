@@ -1,3 +1,5 @@
+import { getBase58Decoder, isAddress } from '@solana/kit';
+import { randomBytes, randomInt } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import {
   inferChainFromAddress,
@@ -46,6 +48,34 @@ describe('parseSolanaAddress', () => {
     const err = appError(() => parseSolanaAddress(input, 'mint'));
     expect(err.code).toBe('invalid_address');
     expect(err.extra.errors).toEqual([{ path: 'mint', message: expect.any(String) as string }]);
+  });
+
+  it('accepts exactly what @solana/kit accepts: encodings of 31, 32 and 33 bytes, leading zeros, noise', () => {
+    const base58 = getBase58Decoder();
+    const alphabet = '123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz0OIl+/';
+    const cases: string[] = [];
+    for (let i = 0; i < 3000; i++) {
+      const bytes = randomBytes(31 + (i % 3));
+      bytes.fill(0, 0, randomInt(0, 4) === 0 ? randomInt(0, 6) : 0);
+      const encoded = base58.decode(bytes);
+      cases.push(encoded);
+      const at = randomInt(0, encoded.length);
+      cases.push(encoded.slice(0, at) + alphabet[randomInt(0, alphabet.length)]! + encoded.slice(at + 1));
+      cases.push(Array.from({ length: randomInt(30, 47) }, () => alphabet[randomInt(0, 58)]).join(''));
+    }
+    let accepted = 0;
+    for (const c of cases) {
+      const kit = isAddress(c);
+      let ours = true;
+      try {
+        parseSolanaAddress(c);
+      } catch {
+        ours = false;
+      }
+      expect(ours, c).toBe(kit);
+      if (kit) accepted++;
+    }
+    expect(accepted).toBeGreaterThan(2000); // the random 32-byte keys at least
   });
 });
 
