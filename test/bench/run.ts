@@ -84,6 +84,11 @@
  * unlike req/s it hardly moves when other work shares the machine, so `cpu ratio` (bare Koa's CPU µs per
  * request ÷ the scenario's) is the steadier efficiency figure. It counts the Node process only, not the
  * PostgreSQL or Redis work a request causes.
+ *
+ * Every riskwatch request streams a usage row that the worker drains into PostgreSQL after the run ends;
+ * a bare Koa run started during that drain shares the machine with it and reads low, which inflates every
+ * ratio over it (0.88 instead of 0.59 for preflight-cached, measured). So each bare Koa run first waits for
+ * a quiet machine: the usage stream empty and the worker idle (`quiet floor` in the output).
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -91,6 +96,7 @@ import { availableParallelism, cpus, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Redis } from 'ioredis';
 import { PROJECT_ROOT } from '../../src/platform/paths.js';
+import { usageStreamKey } from '../../src/usage/recorder.js';
 import { REDIS_URL } from '../support/env.js';
 import type { SolanaFacade } from '../support/solana/facade.js';
 import { buildSolanaWorld, type SolanaWorld } from '../support/solana/fixtures.js';
@@ -516,6 +522,27 @@ async function measure(t: Target, durationS: number): Promise<RunStats> {
   };
 }
 
+/**
+ * Waits until the worker has drained every usage batch the runs before streamed (the usage stream is
+ * empty: drained entries are deleted) and its CPU has settled (under 5 % of a core over half a second), so
+ * a baseline is never measured beside the drain of riskwatch's previous run. Returns the ms it waited.
+ */
+async function waitQuiet(redis: Redis, streamKey: string, workerPid: number | undefined): Promise<number> {
+  const started = performance.now();
+  const until = started + 120_000;
+  for (;;) {
+    const backlog = await redis.xlen(streamKey);
+    const cpuBefore = processCpuUs(workerPid) ?? 0;
+    await sleep(500);
+    const busy = ((processCpuUs(workerPid) ?? 0) - cpuBefore) / 500_000;
+    if (backlog === 0 && busy < 0.05) return Math.round(performance.now() - started);
+    if (performance.now() > until) {
+      log(`quiet: still ${backlog} usage batches and the worker at ${(busy * 100).toFixed(0)} % after 120 s`);
+      return Math.round(performance.now() - started);
+    }
+  }
+}
+
 async function request(t: Target): Promise<{ status: number; text: string }> {
   const res = await fetch(t.url, {
     method: t.method,
@@ -882,9 +909,11 @@ async function main(): Promise<number> {
   const svc: RunningService = await startService({ ...serviceEnv, ...profEnv }, 'api');
   children.add(svc.process);
   cleanupSteps.push(async () => log(`cleanup: riskwatch api ${await stopChild(svc.process, 15_000)}`));
+  let workerPid: number | undefined;
   for (const role of ['worker', 'scheduler'] as const) {
     const side = await startService(serviceEnv, role);
     children.add(side.process);
+    if (role === 'worker') workerPid = side.process.pid;
     cleanupSteps.push(async () => log(`cleanup: riskwatch ${role} ${await stopChild(side.process, 15_000)}`));
   }
   log(
@@ -926,10 +955,16 @@ async function main(): Promise<number> {
       if (f) failures.push(f);
     }
 
+  // Bare Koa is measured only once the worker has drained the usage the riskwatch runs before it streamed.
+  const quietRedis = new Redis(REDIS_URL, { maxRetriesPerRequest: 1 });
+  cleanupSteps.push(() => Promise.resolve(quietRedis.disconnect()));
+  const usageStream = usageStreamKey(prefix);
+  const quietWaitsMs: number[] = [];
   const runs = new Map<Target, RunStats[]>(targets.map((t) => [t, []]));
   for (let round = 1; round <= SETTINGS.rounds; round++)
     for (const t of targets) {
       alive();
+      if (t.pid === bare.child.pid) quietWaitsMs.push(await waitQuiet(quietRedis, usageStream, workerPid));
       const s = await measure(t, SETTINGS.durationS);
       runs.get(t)!.push(s);
       log(
@@ -940,6 +975,12 @@ async function main(): Promise<number> {
       const f = failureOf(`round ${round}`, t, s);
       if (f) failures.push(f);
     }
+
+  if (quietWaitsMs.length)
+    log(
+      `quiet floor: each bare Koa run waited for the usage drain and an idle worker first ` +
+        `(${quietWaitsMs.length} waits, median ${median(quietWaitsMs)} ms, max ${Math.max(...quietWaitsMs)} ms)`,
+    );
 
   let coldScan: ColdScanReport | undefined;
   if (RUN_SCAN_COLD && facade && world) {
