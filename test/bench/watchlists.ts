@@ -19,7 +19,8 @@
  * PostgreSQL (snapshot rows and alerts of that scan, entry outcomes):
  *   baseline   every entry new: one state read per 100, a snapshot each, no analysis, no alert
  *   unchanged  goals: calls ≤ ⌈N/100⌉ × 1.05, time ≤ 1.25 × the rate-limit bound (⌈N/100⌉ calls at the
- *              rate), the worker's peak RSS (VmHWM after the last tick) ≤ 512 MB; no snapshot, no alert
+ *              rate), the worker's peak RSS (VmHWM after the last tick) ≤ 85 % of its memory limit (it runs
+ *              in a 512 MiB memory cgroup with the chart's heap setting); no snapshot, no alert
  *   changed    1 % of the accounts get 0.1 SOL by real System transfers (so the deep analysis sees history:
  *              getSignaturesForAddress and getTransaction answer something), one in every 100 entries in
  *              id order, i.e. one per chunk; the list's thresholds are {"balance_change_pct": 1}: exactly
@@ -33,8 +34,9 @@
  * yet)" when the route answers 404 or the command is unknown.
  *
  * Knobs: BENCH_WATCH_ENTRIES (100000), BENCH_WATCH_LATENCY_MS (50), BENCH_WATCH_RATE_PER_S (50),
- * BENCH_WATCH_SCAN_CONCURRENCY (the service's default), BENCH_WATCH_WORKER_NODE_OPTIONS (the worker's
- * NODE_OPTIONS, e.g. "--max-old-space-size=256"), BENCH_WATCH_ANALYZE (1; 0 = no ANALYZE after the set-up),
+ * BENCH_WATCH_SCAN_CONCURRENCY (the service's default), BENCH_WATCH_WORKER_MEMORY_MB (512: the worker's
+ * memory cgroup; 0 = none), BENCH_WATCH_WORKER_NODE_OPTIONS (the worker's NODE_OPTIONS; default
+ * "--max-old-space-size-percentage=75", the chart's), BENCH_WATCH_ANALYZE (1; 0 = no ANALYZE after the set-up),
  * BENCH_WATCH_BULK (1; 0 = no API/CSV paths), BENCH_WATCH_BULK_CAP_S (180; 0 = no cap).
  *
  * Goals missed print MISS (the run still succeeds); wrong counts (a snapshot or alert too many or too few),
@@ -54,6 +56,7 @@ import { JobQueues, type ScanMode } from '../../src/jobs/queues.js';
 import { newId } from '../../src/platform/ids.js';
 import { PROJECT_ROOT } from '../../src/platform/paths.js';
 import { REDIS_URL } from '../support/env.js';
+import { memoryCgroup } from '../support/cgroup.js';
 import { cli, MAIN, prepareEnv, startService, type RunningService } from '../support/service.js';
 import { SolanaTestChain, SYSTEM_PROGRAM } from '../support/solana/chain.js';
 import { startSolanaFacade, type SolanaFacade } from '../support/solana/facade.js';
@@ -191,6 +194,10 @@ const CHUNK = 100;
 const SQL_BATCH = 10_000;
 const API_BATCH = 10_000;
 const MAX_RSS_MB = 512;
+/** The worker's heap as a share of its memory limit: the chart's and compose's `worker.heapPercent`. */
+const WORKER_HEAP_PERCENT = 75;
+/** The worker's peak RSS goal, as a share of its memory limit. */
+const RSS_SHARE_OF_LIMIT = 0.85;
 const POLL_MS = 250;
 
 const SETTINGS = {
@@ -210,8 +217,15 @@ const SETTINGS = {
    * the planner then has no statistics of the big list. 1 (default): ANALYZE, as autovacuum would have.
    */
   analyze: intEnv('BENCH_WATCH_ANALYZE', 1, 0, 1) === 1,
-  /** NODE_OPTIONS of the worker (e.g. --max-old-space-size=256), to see where its memory goes. */
-  workerNodeOptions: process.env.BENCH_WATCH_WORKER_NODE_OPTIONS ?? '',
+  /**
+   * The worker's memory limit, MiB: it runs in a memory cgroup of that size (test/support/cgroup.ts), as in
+   * its container (the chart's and compose's default, 512), and its peak RSS goal is 85 % of it. 0: no
+   * cgroup, the goal 512 MB.
+   */
+  workerMemoryMb: intEnv('BENCH_WATCH_WORKER_MEMORY_MB', 512, 0, 65_536),
+  /** NODE_OPTIONS of the worker; by default the chart's heap setting (a share of the memory limit). */
+  workerNodeOptions:
+    process.env.BENCH_WATCH_WORKER_NODE_OPTIONS ?? `--max-old-space-size-percentage=${WORKER_HEAP_PERCENT}`,
 };
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -378,7 +392,9 @@ export async function runWatchlistsBench(o: WatchlistsBenchOptions): Promise<Wat
     goals: {
       max_calls: Math.floor(chunks * 1.05),
       max_ms: Math.round(1.25 * (chunks / SETTINGS.ratePerS) * 1000),
-      max_rss_mb: MAX_RSS_MB,
+      max_rss_mb: SETTINGS.workerMemoryMb
+        ? Math.round(SETTINGS.workerMemoryMb * RSS_SHARE_OF_LIMIT * 10) / 10
+        : MAX_RSS_MB,
       calls: undefined,
       ms: undefined,
       rss_mb: undefined,
@@ -421,7 +437,21 @@ export async function runWatchlistsBench(o: WatchlistsBenchOptions): Promise<Wat
       ? { RISKWATCH_WATCHLIST_SCAN_CONCURRENCY: String(SETTINGS.scanConcurrency) }
       : {}),
   });
-  const workerEnv = SETTINGS.workerNodeOptions ? { ...env, NODE_OPTIONS: SETTINGS.workerNodeOptions } : env;
+  const workerEnv: Record<string, string> = SETTINGS.workerNodeOptions
+    ? { ...env, NODE_OPTIONS: SETTINGS.workerNodeOptions }
+    : { ...env };
+  if (SETTINGS.workerMemoryMb) {
+    const cg = memoryCgroup(`riskwatch-bench-worker-${process.pid}`, SETTINGS.workerMemoryMb);
+    if ('why' in cg) log(`watchlists: the worker runs without a memory limit: ${cg.why}`);
+    else {
+      workerEnv.RISKWATCH_TEST_CGROUP = cg.dir;
+      o.defer(() => Promise.resolve(cg.remove()));
+      log(
+        `watchlists: the worker runs in a ${SETTINGS.workerMemoryMb} MiB memory cgroup (${cg.dir}), ` +
+          `NODE_OPTIONS ${SETTINGS.workerNodeOptions || '(none)'}`,
+      );
+    }
+  }
 
   const createList = async (name: string, thresholds: Record<string, number>) => {
     const id = newId('wl');

@@ -83,7 +83,23 @@ export async function startService(
 ): Promise<RunningService> {
   const port = await freePort();
   const metricsPort = await freePort();
-  const child = spawn(process.execPath, [MAIN, role], {
+  // RISKWATCH_TEST_CGROUP (a memory cgroup directory, test/support/cgroup.ts): the process starts inside it,
+  // so Node sees the cgroup's memory limit as a container's (--max-old-space-size-percentage) and the
+  // kernel enforces it. The shell joins the cgroup, then execs node under the same pid.
+  const cgroup = env.RISKWATCH_TEST_CGROUP;
+  const [command, args] = cgroup
+    ? [
+        '/bin/sh',
+        [
+          '-c',
+          'echo $$ > "$RISKWATCH_TEST_CGROUP/cgroup.procs" && exec "$0" "$@"',
+          process.execPath,
+          MAIN,
+          role,
+        ],
+      ]
+    : [process.execPath, [MAIN, role]];
+  const child = spawn(command, args, {
     env: {
       ...process.env,
       PORT: String(port),
