@@ -10,6 +10,7 @@ import { JwtVerifier } from './http/jwt.js';
 import { serve } from './http/server.js';
 import { impactRoutes } from './impact/routes.js';
 import { listRoutes } from './lists/routes.js';
+import { VerdictMetrics } from './risk/metrics.js';
 import { riskRoutes } from './risk/routes.js';
 import { screeningRoutes } from './screenings/routes.js';
 import { RELEASE_ID, VERSION, type Runtime } from './runtime.js';
@@ -42,7 +43,7 @@ export async function startApi(rt: Runtime, { sharedPort = false } = {}): Promis
     ...healthRoutes(health, () => shutdown.shuttingDown),
     ...impactRoutes(rt.impact),
     ...usageRoutes(rt.usage),
-    ...riskRoutes(rt.risk, rt.impact),
+    ...riskRoutes(rt.risk, rt.impact, VerdictMetrics.for(rt.metrics.registry)),
     ...listRoutes(rt.lists),
     ...feedbackRoutes(rt.feedback, rt.metrics.registry),
     ...watchlistRoutes(rt.watchlists),

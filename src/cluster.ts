@@ -16,7 +16,9 @@ import { serveMetrics } from './platform/metrics.js';
  * them (prom-client's AggregatorRegistry, over the cluster's IPC; each child's series labelled `process`),
  * replaces a child that dies, and on SIGTERM/SIGINT stops them all gracefully. Each API process binds the
  * API port itself with SO_REUSEPORT, so the kernel spreads connections over them and no request passes
- * through the supervisor; the supervisor first checks that no other process holds the port.
+ * through the supervisor; the supervisor first checks that no other process holds the port. A heap sized
+ * with `--max-old-space-size-percentage` (the Helm chart and compose set it in NODE_OPTIONS) is divided
+ * among the children, which share the container's memory (childExecArgv).
  *
  * In Kubernetes the default stays 1 (one process per pod, scaled by replicas and the HPA); compose and
  * `deploy/local.sh` use every core.
@@ -69,6 +71,53 @@ export function apiProcessCount(
   return Math.min(cores, cgroupCpus(cpuMax) ?? cores, AUTO_API_PROCESSES_MAX);
 }
 
+/** Node's flag sizing the V8 heap as a share of the memory available: a container's limit, in a cgroup. */
+const HEAP_PERCENT_FLAG = '--max-old-space-size-percentage';
+/** The flag as one command-line token (`=value`) or without its value; underscores are Node's too. */
+const HEAP_PERCENT_TOKEN = /^--max[-_]old[-_]space[-_]size[-_]percentage(?:=(.*))?$/;
+const HEAP_PERCENT_OPTION = /(?:^|\s)--max[-_]old[-_]space[-_]size[-_]percentage(?:=|\s+)(\S+)/g;
+
+/**
+ * The heap percentage this process was started with: the last `--max-old-space-size-percentage` of its
+ * command line (`execArgv`), which wins over NODE_OPTIONS, else the last one of NODE_OPTIONS.
+ */
+export function heapPercent(
+  execArgv: readonly string[],
+  nodeOptions: string | undefined,
+): number | undefined {
+  let fromArgv: string | undefined;
+  execArgv.forEach((arg, i) => {
+    const match = HEAP_PERCENT_TOKEN.exec(arg);
+    if (match) fromArgv = match[1] ?? execArgv[i + 1];
+  });
+  const fromOptions = [...(nodeOptions ?? '').matchAll(HEAP_PERCENT_OPTION)].at(-1)?.[1];
+  const percent = Number(fromArgv ?? fromOptions);
+  return Number.isFinite(percent) && percent > 0 ? percent : undefined;
+}
+
+/**
+ * The Node options of the supervisor's children. `--max-old-space-size-percentage=P` sizes a heap from the
+ * memory of the whole container, which the supervisor shares with its `children`: each child gets
+ * P / children percent (rounded down, at least 1) on its command line, where it wins over the P the child
+ * inherits through NODE_OPTIONS. Undefined (the children start as the supervisor did) without the flag.
+ */
+export function childExecArgv(
+  execArgv: readonly string[],
+  nodeOptions: string | undefined,
+  children: number,
+): { execArgv: string[]; heapPercent: number } | undefined {
+  const percent = heapPercent(execArgv, nodeOptions);
+  if (percent === undefined) return undefined;
+  const share = Math.max(1, Math.floor(percent / Math.max(1, children)));
+  const kept = execArgv.filter((arg, i) => {
+    if (HEAP_PERCENT_TOKEN.test(arg)) return false;
+    // The value of a `--max-old-space-size-percentage P` written as two tokens.
+    const previous = i > 0 ? HEAP_PERCENT_TOKEN.exec(execArgv[i - 1]!) : null;
+    return !(previous && previous[1] === undefined);
+  });
+  return { execArgv: [...kept, `${HEAP_PERCENT_FLAG}=${share}`], heapPercent: share };
+}
+
 /** In a child of the supervisor: the roles it was given and its name. Outside a cluster: undefined. */
 export function childOfSupervisor(): { roles: ('api' | 'worker' | 'scheduler')[]; name: string } | undefined {
   if (!cluster.isWorker) return undefined;
@@ -109,6 +158,9 @@ export async function superviseCluster(
     ...(role === 'all' ? [{ name: 'worker', roles: 'worker,scheduler' as const }] : []),
   ];
   await assertPortFree(config.server.host, config.server.port);
+  // The container's memory is the children's to share: each gets its part of the heap percentage.
+  const heap = childExecArgv(process.execArgv, process.env.NODE_OPTIONS, slots.length);
+  if (heap) cluster.setupPrimary({ execArgv: heap.execArgv });
   const metrics = new AggregatorRegistry<PrometheusContentType>();
   // `/metrics`: every child's series, labelled `process` by slot (see Metrics.reportToSupervisor).
   const metricsServer = await serveMetrics(
@@ -129,7 +181,10 @@ export async function superviseCluster(
       if (msg?.riskwatch !== 'ready' || ready) return;
       ready = true;
       if (restarts === 0 && --starting === 0)
-        logger.info({ api_processes: processes, port: config.server.port }, 'api listening');
+        logger.info(
+          { api_processes: processes, port: config.server.port, heap_percent: heap?.heapPercent },
+          'api listening',
+        );
     });
     const gone = new Promise<void>((resolve) =>
       child.once('exit', (code, signal) => {

@@ -10,6 +10,7 @@ import { apiProcessCount, childOfSupervisor, reportReady, superviseCluster, type
 import { loadConfig, type Config } from './config.js';
 import { connectDatabase } from './database.js';
 import { applyMigrations, createMigration } from './db/migrate.js';
+import { registerDoctorCommands } from './doctor/cli.js';
 import { registerListCommands } from './lists/cli.js';
 import { ConfigError } from './platform/config.js';
 import { AppError } from './platform/errors.js';
@@ -93,6 +94,7 @@ registerWatchlistCommands(program, config, print, connectDatabase, (orm, ref) =>
   }).getAccount(ref),
 );
 registerSecretsCommands(program, config, print, connectDatabase);
+registerDoctorCommands(program, config, print);
 registerScreeningCommands(program, config, print, connectDatabase, (orm, ref) =>
   new AccountsService(orm, {
     keyCacheMs: 0,

@@ -165,6 +165,7 @@ export async function createRuntime(role: string, config: Readonly<Config> = loa
       undefined,
       config.risk.known_wallet_implementations,
     ),
+    metrics: metrics.registry,
   });
   const screeningRunner = new ScreeningRunner({
     orm,
@@ -176,6 +177,7 @@ export async function createRuntime(role: string, config: Readonly<Config> = loa
     redisKeyPrefix: config.redis.key_prefix,
     settings: config.screenings,
     logger,
+    metrics: metrics.registry,
   });
   const runtime: Runtime = {
     config,

@@ -1,14 +1,17 @@
 import cron from 'node-cron';
+import { exportJobCounts } from '../src/jobs/metrics.js';
 import { JOBS, SCHEDULED_JOB_NAMES, scheduledJobId } from '../src/jobs/queues.js';
 import type { Runtime } from '../src/runtime.js';
 
 /**
  * The `scheduler` role: cron ticks that only enqueue. Each periodic job's contract (src/jobs/queues.ts)
  * names the setting holding its cron expression; every scheduler replica enqueues the same id for the
- * same tick, so BullMQ runs it once.
+ * same tick, so BullMQ runs it once. It also exports the queues' job counts (`riskwatch_jobs`): one small
+ * process, not one copy per API process or worker (src/jobs/metrics.ts says why).
  */
 export function startScheduler(rt: Runtime): void {
   const { config, logger, queues } = rt;
+  exportJobCounts(rt.metrics.registry, queues);
   const schedules = SCHEDULED_JOB_NAMES.map((name) => [name, config.scheduler[JOBS[name].cron]] as const);
   const tasks = schedules.map(([name, expression]) =>
     cron.schedule(

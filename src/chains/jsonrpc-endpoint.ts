@@ -8,6 +8,7 @@ import {
   unlimited,
   type CircuitState,
   type RateGate,
+  type RateWaitObserver,
 } from './limits.js';
 
 /** Tuning of the providers of one network (`chains.defaults`, overridden per network). */
@@ -50,13 +51,17 @@ export class Endpoint {
   }
 }
 
-/** A provider URL's rate gate: none, a local token bucket, or a per-second window shared through Redis. */
+/**
+ * A provider URL's rate gate: none, a local token bucket, or a per-second window shared through Redis;
+ * `onWait` is told of every admission that had to wait.
+ */
 export function rateGate(
   options: { ratePerS: number; redis?: Redis; redisKeyPrefix?: string },
   url: string,
+  onWait?: RateWaitObserver,
 ): RateGate {
   if (options.ratePerS <= 0) return unlimited;
-  if (!options.redis) return new TokenBucket(options.ratePerS);
+  if (!options.redis) return new TokenBucket(options.ratePerS, onWait);
   // The budget belongs to the URL (its API key), so the key is derived from it, hashed: never stored.
   const urlHash = createHash('sha256').update(url).digest('hex').slice(0, 16);
   return new RedisRateGate(
@@ -64,5 +69,6 @@ export function rateGate(
     `${options.redisKeyPrefix ?? ''}rpc-rate`,
     urlHash,
     options.ratePerS,
+    onWait,
   );
 }

@@ -60,13 +60,15 @@ export class Failover {
     this.known = deps.known;
     this.metrics = deps.metrics;
     this.logger = deps.logger;
+    // Rate waits are counted per network (its URLs together), shown at 0 until the first one.
+    const onWait = this.metrics?.rateWaitObserver(options.network, 'provider');
     this.endpoints = options.urls.map((url, index) => {
       const name = `${options.network}#${index}`;
       this.metrics?.circuitOpen.set({ provider: name }, 0);
       return new Endpoint(
         name,
         url,
-        rateGate(options, url),
+        rateGate(options, url, onWait),
         options.concurrency,
         {
           failures: options.circuitFailures,

@@ -47,6 +47,9 @@ export interface RateGate {
   take(n: number, deadlineAt: number): Promise<boolean>;
 }
 
+/** Told of each `take` that had to wait for the rate, with the seconds it waited in all (metrics). */
+export type RateWaitObserver = (seconds: number) => void;
+
 export const unlimited: RateGate = { take: () => Promise.resolve(true) };
 
 /**
@@ -58,7 +61,10 @@ export class TokenBucket implements RateGate {
   private tokens: number;
   private last = performance.now();
 
-  constructor(private readonly perSecond: number) {
+  constructor(
+    private readonly perSecond: number,
+    private readonly onWait?: RateWaitObserver,
+  ) {
     this.tokens = perSecond;
   }
 
@@ -70,7 +76,11 @@ export class TokenBucket implements RateGate {
     const waitMs = this.tokens >= units ? 0 : ((units - this.tokens) * 1000) / this.perSecond;
     if (waitMs > 0 && Date.now() + waitMs >= deadlineAt) return false;
     this.tokens -= units;
-    if (waitMs > 0) await sleep(waitMs);
+    if (waitMs > 0) {
+      const slept = performance.now();
+      await sleep(waitMs);
+      this.onWait?.((performance.now() - slept) / 1000);
+    }
     return true;
   }
 }
@@ -88,6 +98,7 @@ export class RedisRateGate implements RateGate {
     keyPrefix: string,
     private readonly key: string,
     private readonly perSecond: number,
+    private readonly onWait?: RateWaitObserver,
   ) {
     this.limiter = new RateLimiterRedis({
       storeClient: redis,
@@ -101,17 +112,24 @@ export class RedisRateGate implements RateGate {
 
   async take(n: number, deadlineAt: number): Promise<boolean> {
     const units = Math.min(n, this.perSecond);
-    for (;;) {
-      try {
-        await this.limiter.consume(this.key, units);
-        return true;
-      } catch (err) {
-        if (!(err instanceof RateLimiterRes)) throw err;
-        // A few ms of jitter so that waiting replicas do not all hit the next window's first instant.
-        const waitMs = err.msBeforeNext + Math.random() * 20;
-        if (Date.now() + waitMs >= deadlineAt) return false;
-        await sleep(waitMs);
+    let waitedMs = 0;
+    try {
+      for (;;) {
+        try {
+          await this.limiter.consume(this.key, units);
+          return true;
+        } catch (err) {
+          if (!(err instanceof RateLimiterRes)) throw err;
+          // A few ms of jitter so that waiting replicas do not all hit the next window's first instant.
+          const waitMs = err.msBeforeNext + Math.random() * 20;
+          if (Date.now() + waitMs >= deadlineAt) return false;
+          const slept = performance.now();
+          await sleep(waitMs);
+          waitedMs += performance.now() - slept;
+        }
       }
+    } finally {
+      if (waitedMs > 0) this.onWait?.(waitedMs / 1000);
     }
   }
 }

@@ -17,6 +17,12 @@ export type CallOutcome =
   | 'too_large';
 
 /**
+ * Which rate a call waited for: `provider`, the per-URL `rate_per_s` every JSON-RPC batch passes; `screening`,
+ * the share of it bulk screenings pace their chunks by (`screenings.provider_share_pct`).
+ */
+export type RateGateKind = 'provider' | 'screening';
+
+/**
  * Node-provider metrics, created once per registry (every client of a process shares them). `provider`
  * is the configured name (`solana/mainnet#0`), never the URL, which may carry an API key; `method` is
  * one of the known RPC methods or `other`.
@@ -27,6 +33,8 @@ export class RpcMetrics {
   readonly calls: Counter<'provider' | 'method' | 'outcome'>;
   readonly duration: Histogram<'provider' | 'method'>;
   readonly circuitOpen: Gauge<'provider'>;
+  private readonly rateWaits: Counter<'network' | 'gate'>;
+  private readonly rateWaitSeconds: Counter<'network' | 'gate'>;
 
   static for(registry: Registry): RpcMetrics {
     let metrics = RpcMetrics.byRegistry.get(registry);
@@ -57,5 +65,32 @@ export class RpcMetrics {
       labelNames: ['provider'],
       registers: [registry],
     });
+    this.rateWaits = new Counter({
+      name: 'riskwatch_rpc_rate_waits_total',
+      help: 'Admissions that had to wait for a node-provider rate limit, by network and gate (provider: the per-URL rate_per_s; screening: the bulk screenings share).',
+      labelNames: ['network', 'gate'],
+      registers: [registry],
+    });
+    this.rateWaitSeconds = new Counter({
+      name: 'riskwatch_rpc_rate_wait_seconds_total',
+      help: 'Seconds spent waiting for a node-provider rate limit, by network and gate.',
+      labelNames: ['network', 'gate'],
+      registers: [registry],
+    });
+  }
+
+  /**
+   * What a rate gate of `network` tells of its waits: the two children resolved here, once (and so shown
+   * at 0 from the start), not per call.
+   */
+  rateWaitObserver(network: string, gate: RateGateKind): (seconds: number) => void {
+    const waits = this.rateWaits.labels({ network, gate });
+    const seconds = this.rateWaitSeconds.labels({ network, gate });
+    waits.inc(0);
+    seconds.inc(0);
+    return (s) => {
+      waits.inc();
+      seconds.inc(s);
+    };
   }
 }

@@ -139,12 +139,17 @@ export const JOB_RETENTION = {
 export class JobQueues {
   private readonly queues = new Map<JobName, Queue>();
 
+  /** `readOnly`: opening the queues writes nothing (BullMQ's `meta` hash is left as it is): `riskwatch doctor`. */
   constructor(
     connection: Redis,
     readonly prefix: string,
+    { readOnly = false }: { readOnly?: boolean } = {},
   ) {
     for (const name of JOB_NAMES)
-      this.queues.set(name, new Queue(name, { connection, prefix: `${prefix}bull` }));
+      this.queues.set(
+        name,
+        new Queue(name, { connection, prefix: `${prefix}bull`, skipMetasUpdate: readOnly }),
+      );
   }
 
   queue(name: JobName): Queue {

@@ -2,6 +2,7 @@ import type { Redis } from 'ioredis';
 import type { NetworkDef } from '../chains/registry.js';
 import type { Logger } from '../platform/logger.js';
 import type { Mode, Subject } from './chain-analysis.js';
+import type { CacheCounts } from './metrics.js';
 import { score, type RiskLevel } from './scoring.js';
 import type { ChainAnalysis } from './types.js';
 
@@ -16,6 +17,8 @@ export interface AnalysisCacheDeps {
   /** Seconds a complete analysis is kept, by its level (0: not cached). */
   ttlSeconds: Readonly<Record<RiskLevel, number>>;
   logger: Logger;
+  /** Told of each lookup's result (`riskwatch_risk_cache_requests_total`); `fresh` calls are no lookup. */
+  counts?: CacheCounts;
 }
 
 export interface CachedAnalysis {
@@ -51,12 +54,17 @@ export class AnalysisCache {
     // `fresh` (a watchlist entry whose state just changed): analyse anew, and cache that for the others.
     if (!fresh) {
       const near = this.local.get(key);
-      if (near && near.until > Date.now()) return { analysis: near.analysis, cached: true };
+      if (near && near.until > Date.now()) {
+        this.deps.counts?.hit();
+        return { analysis: near.analysis, cached: true };
+      }
       const hit = await this.read(key);
       if (hit) {
         this.keepLocal(key, hit, LOCAL_TTL_MS);
+        this.deps.counts?.hit();
         return { analysis: hit, cached: true };
       }
+      this.deps.counts?.miss();
     }
 
     const flightKey = `${key}|${mode}`;

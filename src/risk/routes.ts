@@ -18,6 +18,7 @@ import {
   scanSchema,
   SCORING,
 } from './schemas.js';
+import type { VerdictMetrics } from './metrics.js';
 import { preflightBody, preflightSchema } from './preflight-schemas.js';
 import type { RiskService } from './service.js';
 
@@ -33,9 +34,10 @@ function about(ctx: Context, target: string | undefined, chain?: string, network
 
 /**
  * The risk engine over HTTP: risk-v2, scan/token and shield preflight (docs/risk.md; shapes in the
- * OpenAPI). Each handler asks the engine for a verdict, counts what was answered, and presents it.
+ * OpenAPI). Each handler asks the engine for a verdict, counts what was answered (impact counters, and the
+ * `riskwatch_verdicts_total` / `riskwatch_preflight_decisions_total` metrics), and presents it.
  */
-export function riskRoutes(risk: RiskService, impact: ImpactService) {
+export function riskRoutes(risk: RiskService, impact: ImpactService, metrics: VerdictMetrics) {
   return [
     defineRoute({
       method: 'post',
@@ -61,6 +63,7 @@ export function riskRoutes(risk: RiskService, impact: ImpactService) {
         );
         about(ctx, verdict.target, verdict.network.chain, verdict.network.network);
         countAnswered(impact, 'assessments', verdict);
+        metrics.answered('risk-v2', verdict);
         return { body: presentAssessment(verdict) };
       },
     }),
@@ -101,6 +104,7 @@ export function riskRoutes(risk: RiskService, impact: ImpactService) {
         });
         about(ctx, verdict.target, verdict.network.chain, verdict.network.network);
         countAnswered(impact, 'token_scans', verdict);
+        metrics.answered('scan-token', verdict);
         return { body: presentTokenScan(verdict) };
       },
     }),
@@ -169,6 +173,7 @@ export function riskRoutes(risk: RiskService, impact: ImpactService) {
         const target = body.target === undefined ? undefined : (verdict.target ?? body.target);
         about(ctx, target, verdict.network.chain, verdict.network.network);
         countAnswered(impact, 'preflights', verdict);
+        metrics.answered('preflight', verdict);
         return { body: presentPreflight(verdict) };
       },
     }),

@@ -18,6 +18,7 @@
  * asked for, and a worker's evaluation is not one of those.
  */
 import type { Redis } from 'ioredis';
+import type { Registry } from 'prom-client';
 import { parseAddress } from '../chains/addresses.js';
 import type { ChainProviders } from '../chains/providers.js';
 import { networkLabel, type NetworkDef } from '../chains/registry.js';
@@ -29,6 +30,7 @@ import { ChainAnalyzer, type Mode, type Subject } from './chain-analysis.js';
 import { applyContext, verdictBase } from './context.js';
 import { mergeKnownWalletImplementations, type KnownWalletImplementations } from './known/evm.js';
 import { mergeEvmTokenRegistry, type EvmTokenRegistry } from './known/evm-tokens.js';
+import { analysisCacheCounts } from './metrics.js';
 import type { EvmTokenAnalysis } from './evm/token/analyze.js';
 import type { WalletApprovalsView } from './evm/wallet-approvals.js';
 import { approvalsSince, type ApprovalsSince } from './approvals-since.js';
@@ -57,6 +59,8 @@ export interface RiskServiceDeps {
   walletImplementations?: KnownWalletImplementations;
   /** Routers and well-known ERC-20s; default: the built-in data with `risk.evm` on top. */
   evmTokens?: EvmTokenRegistry;
+  /** prom-client registry for `riskwatch_risk_cache_requests_total`. */
+  metrics?: Registry;
 }
 
 /** The target as the caller has it: checked, normalised and resolved by `evaluate`. */
@@ -152,6 +156,7 @@ export class RiskService {
         `${solanaKnown.version}:${walletImplementations.version}:${evmTokens.version}:`,
       ttlSeconds: deps.settings.cache_ttl_s,
       logger: deps.logger,
+      counts: deps.metrics ? analysisCacheCounts(deps.metrics) : undefined,
     });
     const failMode = deps.settings.preflight.fail_mode;
     this.screener = new Screener({ ...deps, walletImplementations, failMode, analyze: this.fullAnalysis });

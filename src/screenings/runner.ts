@@ -1,7 +1,9 @@
 import type { Redis } from 'ioredis';
+import type { Registry } from 'prom-client';
 import { RedisRateGate, type RateGate } from '../chains/limits.js';
 import type { ChainProviders } from '../chains/providers.js';
 import { networkLabel, resolveNetwork, type NetworkDef } from '../chains/registry.js';
+import { RpcMetrics } from '../chains/rpc-metrics.js';
 import type { Orm } from '../db/orm.js';
 import type { AfterCommit, EventLog } from '../events/log.js';
 import type { JobQueues } from '../jobs/queues.js';
@@ -50,6 +52,8 @@ export interface ScreeningRunnerDeps {
   redisKeyPrefix: string;
   settings: ScreeningsSettings;
   logger: Logger;
+  /** prom-client registry for `riskwatch_rpc_rate_wait*{gate="screening"}` (the waits for the share). */
+  metrics?: Registry;
 }
 
 /**
@@ -68,8 +72,16 @@ export interface ScreeningRunnerDeps {
  */
 export class ScreeningRunner {
   private readonly gates = new Map<NetworkDef, RateGate | null>();
+  /** Per network with a rate: how its share's waits are counted (resolved at start-up, shown at 0). */
+  private readonly waitObservers = new Map<NetworkDef, (seconds: number) => void>();
 
-  constructor(private readonly deps: ScreeningRunnerDeps) {}
+  constructor(private readonly deps: ScreeningRunnerDeps) {
+    const metrics = deps.metrics ? RpcMetrics.for(deps.metrics) : undefined;
+    if (metrics)
+      for (const network of deps.providers.networks)
+        if (deps.providers.ratePerS(network) > 0)
+          this.waitObservers.set(network, metrics.rateWaitObserver(networkLabel(network), 'screening'));
+  }
 
   /**
    * Starts what may start of the account's queued screenings; returns their ids. `submitted` names the
@@ -237,6 +249,7 @@ export class ScreeningRunner {
               `${this.deps.redisKeyPrefix}screening-rate`,
               networkLabel(network),
               this.perSecond(network),
+              this.waitObservers.get(network),
             ),
       );
     }

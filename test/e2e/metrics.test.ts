@@ -158,6 +158,44 @@ describe('Prometheus /metrics', () => {
       expect(names.has(name), name).toBe(true);
   });
 
+  it('exports the dashboard metrics from the start, every known label combination at 0 (docs/metrics.md)', async () => {
+    const samples = parseSamples((await scrape()).text);
+    const series = (name: string) => samples.filter((s) => s.name === name);
+    // riskwatch all: the API's verdicts and decisions, every process's cache lookups, the scheduler's jobs.
+    expect(series('riskwatch_verdicts_total')).toHaveLength(3 * 4);
+    expect(new Set(series('riskwatch_verdicts_total').map((s) => s.labels.endpoint))).toEqual(
+      new Set(['risk-v2', 'scan-token', 'preflight']),
+    );
+    expect(series('riskwatch_preflight_decisions_total')).toHaveLength(3 * 4 * 2);
+    expect(
+      series('riskwatch_risk_cache_requests_total')
+        .map((s) => s.labels.result)
+        .sort(),
+    ).toEqual(['hit', 'miss']);
+    const jobs = series('riskwatch_jobs');
+    expect(new Set(jobs.map((s) => s.labels.state))).toEqual(
+      new Set(['waiting', 'active', 'delayed', 'failed']),
+    );
+    expect(new Set(jobs.map((s) => s.labels.queue))).toContain('watchlist-chunk');
+    expect(jobs.length % 4).toBe(0);
+    for (const s of [
+      ...series('riskwatch_verdicts_total'),
+      ...series('riskwatch_preflight_decisions_total'),
+      ...series('riskwatch_risk_cache_requests_total'),
+    ])
+      expect(s.value, JSON.stringify(s)).toBe(0);
+    const text = (await scrape()).text;
+    for (const [name, type] of [
+      ['riskwatch_verdicts_total', 'counter'],
+      ['riskwatch_preflight_decisions_total', 'counter'],
+      ['riskwatch_risk_cache_requests_total', 'counter'],
+      ['riskwatch_rpc_rate_waits_total', 'counter'],
+      ['riskwatch_rpc_rate_wait_seconds_total', 'counter'],
+      ['riskwatch_jobs', 'gauge'],
+    ])
+      expect(text).toContain(`# TYPE ${name} ${type}`);
+  });
+
   it('serves metrics on their own port only: /metrics on the API port is a 404 problem', async () => {
     expect(new URL(service.metricsUrl).port).not.toBe(new URL(service.baseUrl).port);
     const res = await fetch(`${service.baseUrl}/metrics`);

@@ -28,6 +28,7 @@ interface Service {
   entrypoint?: unknown;
   user?: string;
   environment?: Record<string, string>;
+  mem_limit?: string | number;
   healthcheck?: Healthcheck;
   depends_on?: Record<string, { condition: string }>;
   ports?: string[];
@@ -165,15 +166,71 @@ describe('docker-compose.yml', () => {
     }
   });
 
-  it('shares one environment between the roles', () => {
-    const env = service('api').environment;
-    for (const role of RISKWATCH_ROLES) expect(service(role).environment).toEqual(env);
+  it('shares one environment between the roles, but for the Node options of each', () => {
+    const withoutNodeOptions = (role: string) =>
+      Object.fromEntries(
+        Object.entries(service(role).environment ?? {}).filter(([k]) => k !== 'NODE_OPTIONS'),
+      );
+    const env = withoutNodeOptions('api');
+    for (const role of RISKWATCH_ROLES) {
+      expect(withoutNodeOptions(role), role).toEqual(env);
+      expect(service(role).environment?.NODE_OPTIONS, role).toMatch(/^--max-old-space-size-percentage=\d+$/);
+    }
     expect(env).toMatchObject({
       DATABASE_URL: expect.stringMatching(/^postgres:\/\/.+@postgres:5432\//) as string,
       REDIS_URL: expect.stringMatching(/^redis:\/\/.*@redis:6379$/) as string,
       PORT: '8080',
       METRICS_PORT: '9464',
     });
+  });
+
+  it('gives each role a memory limit and a heap sized from it, both overridable from .env', () => {
+    const memory = (role: string) => {
+      const limit = String(service(role).mem_limit);
+      const match = /^(\d+)([mg])$/.exec(limit);
+      if (!match) throw new Error(`${role}: mem_limit ${limit} is not in m or g`);
+      return Number(match[1]) * (match[2] === 'g' ? 1024 : 1);
+    };
+    const heapPercent = (role: string, file = compose) =>
+      Number(
+        /^--max-old-space-size-percentage=(\d+)$/.exec(
+          file.services[role]?.environment?.NODE_OPTIONS ?? '',
+        )?.[1],
+      );
+    // The defaults: a plain `docker compose up` needs no variable for them.
+    expect(
+      Object.fromEntries(RISKWATCH_ROLES.map((role) => [role, [memory(role), heapPercent(role)]])),
+    ).toEqual({
+      migrate: [256, 75],
+      api: [2048, 60],
+      worker: [512, 75],
+      scheduler: [256, 75],
+    });
+    // Room off the heap (code, native memory, buffers): at least 25 % and 64 MiB of every limit.
+    for (const role of RISKWATCH_ROLES) {
+      expect(heapPercent(role), role).toBeLessThanOrEqual(75);
+      expect((memory(role) * (100 - heapPercent(role))) / 100, role).toBeGreaterThanOrEqual(64);
+    }
+    // The api's processes (one per core, at most 8, ~130 MiB each at rest) fit in its limit.
+    expect(memory('api')).toBeGreaterThanOrEqual(8 * 130 + 256);
+    const tuned = loadCompose({
+      ...REQUIRED,
+      RISKWATCH_WORKER_MEMORY: '1g',
+      RISKWATCH_WORKER_HEAP_PERCENT: '80',
+      RISKWATCH_API_HEAP_PERCENT: '50',
+    });
+    expect(tuned.services.worker?.mem_limit).toBe('1g');
+    expect(heapPercent('worker', tuned)).toBe(80);
+    expect(heapPercent('api', tuned)).toBe(50);
+    expect(tuned.services.scheduler?.mem_limit).toBe('256m');
+    // Each variable is used by its role only, with a default (never required).
+    const vars = [...composeText().matchAll(/\$\{(RISKWATCH_[A-Z]+_(?:MEMORY|HEAP_PERCENT))(:-)?[^}]*\}/g)];
+    expect(vars.map(([, name, op]) => `${name}${op}`).sort()).toEqual(
+      RISKWATCH_ROLES.flatMap((role) => [
+        `RISKWATCH_${role.toUpperCase()}_HEAP_PERCENT:-`,
+        `RISKWATCH_${role.toUpperCase()}_MEMORY:-`,
+      ]).sort(),
+    );
   });
 
   it('refuses to start without a PostgreSQL or a Redis password, saying how to set it', () => {
@@ -186,10 +243,11 @@ describe('docker-compose.yml', () => {
       expect(() => loadCompose({ ...SECRETS_KEY, ...env })).toThrow(
         /^REDIS_PASSWORD: set REDIS_PASSWORD in \.env.*openssl rand/,
       );
-    // Every use of a password is required (`:?`), none falls back to a default.
-    const uses = [...composeText().matchAll(/\$\{?(\w*PASSWORD)(\W{0,2})/g)].map(
-      ([, name, op]) => `${name}${op}`,
-    );
+    // Every use of a password is required (`:?`), none falls back to a default. Grafana's admin password
+    // (monitoring profile) is required by its entrypoint instead: test/unit/compose-grafana.test.ts.
+    const uses = [...composeText().matchAll(/\$\{?(\w*PASSWORD)(\W{0,2})/g)]
+      .map(([, name, op]) => `${name}${op}`)
+      .filter((use) => !/^(GRAFANA|GF)_/.test(use));
     expect(uses.length).toBeGreaterThanOrEqual(5);
     expect(new Set(uses)).toEqual(new Set(['POSTGRES_PASSWORD:?', 'REDIS_PASSWORD:?']));
   });

@@ -1,17 +1,12 @@
-import { spawnSync } from 'node:child_process';
-import { chmodSync, cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { parse, parseAllDocuments, stringify } from 'yaml';
+import { parse, stringify } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_CONFIG_FILE, ENV_VARS } from '../../src/config.js';
-import { PROJECT_ROOT } from '../../src/platform/paths.js';
+import { JobQueues } from '../../src/jobs/queues.js';
+import { createRedis } from '../../src/platform/redis.js';
+import { ChartRender, SECRETS_KEY } from '../support/chart-render.js';
 
-// There is no `helm` binary on these machines: the chart is rendered by chart-render, an offline stand-in
-// for `helm template` (values merging, --set, values.schema.json, sprig, output checked as Kubernetes YAML).
-const CHART = join(PROJECT_ROOT, 'helm', 'riskwatch');
-// shared/ sits beside the repository checkout (locally and in CI).
-const TOOL_DIR = process.env.CHART_RENDER_DIR || join(PROJECT_ROOT, '..', 'shared', 'tools', 'chart-render');
 const APP_SHUTDOWN_TIMEOUT_S = 10; // RISKWATCH_SHUTDOWN_TIMEOUT_MS default, config/riskwatch.yaml
 
 interface EnvVar {
@@ -56,56 +51,19 @@ interface Manifest {
     clusterIP?: string;
     ports?: { name: string; port: number; targetPort: string | number }[];
     selector?: Record<string, unknown>;
-    template?: { metadata?: { annotations?: Record<string, string> }; spec: PodSpec };
+    template?: {
+      metadata?: { annotations?: Record<string, string>; labels?: Record<string, string> };
+      spec: PodSpec;
+    };
   };
 }
 
-let workDir = '';
-let binary = '';
-// A renderer that cannot be built fails every test with the reason (rather than skipping them).
-let buildError: Error | undefined;
-
-/** Builds chart-render from a temporary copy (the shared folder may be read-only); throws with the reason. */
-function buildRenderer(): string {
-  if (!existsSync(join(TOOL_DIR, 'build.sh')))
-    throw new Error(`chart-render not found: ${TOOL_DIR}/build.sh is missing (set CHART_RENDER_DIR)`);
-  const copy = join(workDir, 'chart-render');
-  cpSync(TOOL_DIR, copy, { recursive: true });
-  chmodSync(copy, 0o755); // build.sh creates bin/ inside its own folder
-  const build = spawnSync('bash', [join(copy, 'build.sh')], { encoding: 'utf8' });
-  const built = /^chart-render built: (.+)$/m.exec(build.stdout ?? '')?.[1];
-  if (build.status !== 0 || !built)
-    throw new Error(
-      `chart-render could not be built (build.sh exit ${build.status ?? build.signal}${build.error ? `, ${build.error.message}` : ''}):\n` +
-        `${(build.stderr ?? '').split('\n').slice(-20).join('\n')}`,
-    );
-  return built.trim();
-}
-
-/** The key webhook signing secrets are encrypted under: the chart renders nothing without one. */
-const SECRETS_KEY = 'c0ffee'.repeat(10) + 'c0de';
-
-/** Renders with `args`, after a secrets key (`--set-string secrets.secretsKey=` in `args` takes it away). */
-function run(args: string[]) {
-  if (buildError) throw buildError;
-  const withKey = ['--set-string', `secrets.secretsKey=${SECRETS_KEY}`, ...args];
-  const result = spawnSync(binary, [CHART, '--release-name', 'rw', '-n', 'sec', ...withKey], {
-    encoding: 'utf8',
-  });
-  return { status: result.status, stdout: result.stdout, stderr: result.stderr };
-}
-
-/** Renders and parses; a non-zero exit fails the test with the renderer's message. */
-function render(...args: string[]): Manifest[] {
-  const { status, stdout, stderr } = run(args);
-  if (status !== 0) throw new Error(`chart-render exited ${status}:\n${stderr}`);
-  return parseAllDocuments(stdout)
-    .map((doc) => doc.toJS() as Manifest | null)
-    .filter((m): m is Manifest => m !== null);
-}
+const chart = new ChartRender();
+const run = (args: string[]) => chart.run(args);
+const render = (...args: string[]) => chart.render<Manifest>(...args);
 
 function valuesFile(name: string, values: unknown): string {
-  const file = join(workDir, `${name}.yaml`);
+  const file = join(chart.workDir, `${name}.yaml`);
   writeFileSync(file, stringify(values));
   return file;
 }
@@ -156,18 +114,9 @@ const SECRET_VALUES = [
   'secrets.jwtSecret=0123456789abcdef0123456789abcdef',
 ];
 
-beforeAll(() => {
-  workDir = mkdtempSync(join(tmpdir(), 'rw-helm-'));
-  try {
-    binary = buildRenderer();
-  } catch (err) {
-    buildError = err as Error;
-  }
-}, 180_000);
+beforeAll(() => chart.build('rw-helm-'), 180_000);
 
-afterAll(() => {
-  if (workDir) rmSync(workDir, { recursive: true, force: true });
-});
+afterAll(() => chart.cleanup());
 
 describe('helm/riskwatch', () => {
   it('renders valid Kubernetes YAML with the default values', () => {
@@ -616,5 +565,389 @@ describe('helm/riskwatch', () => {
       ['--set', 'terminationGracePeriodSeconds=12'],
       /terminationGracePeriodSeconds \(12\) must exceed/,
     );
+  });
+});
+
+interface NetworkPolicyPort {
+  port?: number | string;
+  protocol?: string;
+}
+interface NetworkPolicyRule {
+  ports?: NetworkPolicyPort[];
+  from?: Record<string, unknown>[];
+  to?: Record<string, unknown>[];
+}
+interface NetworkPolicySpec {
+  podSelector: { matchLabels: Record<string, string> };
+  policyTypes: string[];
+  ingress?: NetworkPolicyRule[];
+  egress?: NetworkPolicyRule[] | null;
+}
+interface ScaledObjectSpec {
+  scaleTargetRef: { apiVersion: string; kind: string; name: string };
+  pollingInterval: number;
+  cooldownPeriod: number;
+  minReplicaCount: number;
+  maxReplicaCount: number;
+  triggers: { type: string; metadata: Record<string, string>; authenticationRef?: { name: string } }[];
+}
+
+const ROLES = ['api', 'worker', 'scheduler', 'migrate'] as const;
+const workloadOf = (manifests: Manifest[], role: string) =>
+  role === 'migrate'
+    ? find(manifests, 'Job', 'rw-riskwatch-migrate')
+    : find(manifests, 'Deployment', `rw-riskwatch-${role}`);
+const envOf = (manifests: Manifest[], role: string) => onlyContainer(workloadOf(manifests, role)).env ?? [];
+const valueOf = (manifests: Manifest[], role: string, name: string) =>
+  envOf(manifests, role).find((e) => e.name === name)?.value;
+const policy = (manifests: Manifest[], role: string) =>
+  find(manifests, 'NetworkPolicy', `rw-riskwatch-${role}`).spec as unknown as NetworkPolicySpec;
+const scaledObject = (manifests: Manifest[]) =>
+  find(manifests, 'ScaledObject', 'rw-riskwatch-worker').spec as unknown as ScaledObjectSpec;
+const tcp = (...ports: number[]) => ports.map((port) => ({ port, protocol: 'TCP' }));
+const cidr = (block: string) => ({ ipBlock: { cidr: block } });
+const KUBE_DNS = {
+  namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'kube-system' } },
+  podSelector: { matchLabels: { 'k8s-app': 'kube-dns' } },
+};
+const DNS_RULE = {
+  ports: [
+    { port: 53, protocol: 'UDP' },
+    { port: 53, protocol: 'TCP' },
+  ],
+  to: [KUBE_DNS],
+};
+
+/** The BullMQ key of the watchlist-chunk wait list under `prefix`, as src/jobs/queues.ts names it. */
+async function chunkWaitKey(prefix: string): Promise<string> {
+  const client = createRedis('redis://127.0.0.1:1', { lazyConnect: true });
+  const queues = new JobQueues(client, prefix);
+  try {
+    return queues.queue('watchlist-chunk').keys.wait!;
+  } finally {
+    await queues.close();
+    client.disconnect();
+  }
+}
+
+describe('helm/riskwatch: memory, NetworkPolicy and KEDA', () => {
+  it('gives each role a memory limit and a heap sized from it (NODE_OPTIONS), none when heapPercent is 0 or null', () => {
+    const manifests = render();
+    const limits = Object.fromEntries(
+      ROLES.map((role) => [
+        role,
+        (
+          onlyContainer(workloadOf(manifests, role)) as Container & {
+            resources?: { limits?: { memory?: string } };
+          }
+        ).resources?.limits?.memory,
+      ]),
+    );
+    expect(limits).toEqual({ api: '512Mi', worker: '512Mi', scheduler: '256Mi', migrate: '256Mi' });
+    expect(Object.fromEntries(ROLES.map((role) => [role, valueOf(manifests, role, 'NODE_OPTIONS')]))).toEqual(
+      {
+        api: '--max-old-space-size-percentage=60',
+        worker: '--max-old-space-size-percentage=75',
+        scheduler: '--max-old-space-size-percentage=75',
+        migrate: '--max-old-space-size-percentage=75',
+      },
+    );
+    const tuned = render(
+      '--set',
+      'api.heapPercent=40,worker.heapPercent=0,scheduler.heapPercent=null,migrate.heapPercent=90',
+    );
+    expect(valueOf(tuned, 'api', 'NODE_OPTIONS')).toBe('--max-old-space-size-percentage=40');
+    expect(valueOf(tuned, 'migrate', 'NODE_OPTIONS')).toBe('--max-old-space-size-percentage=90');
+    for (const role of ['worker', 'scheduler'])
+      expect(envOf(tuned, role).map((e) => e.name)).not.toContain('NODE_OPTIONS');
+    const { status, stderr } = run(['--set', 'worker.heapPercent=101']);
+    expect(status).toBe(1);
+    expect(stderr).toMatch(/worker\.heapPercent/);
+  });
+
+  it('adds each role its own environment after extraEnv, and keeps a NODE_OPTIONS of yours', () => {
+    const file = valuesFile('role-env', {
+      extraConfig: { NODE_OPTIONS: '--enable-source-maps' },
+      extraEnv: [
+        { name: 'SHARED', value: 'everyone' },
+        { name: 'TUNED', value: 'extraEnv' },
+      ],
+      api: { env: [{ name: 'TUNED', value: 'api' }] },
+      worker: {
+        env: [
+          { name: 'ONLY_WORKER', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
+          { name: 'NODE_OPTIONS', value: '--max-old-space-size=300' },
+        ],
+      },
+      migrate: { env: [{ name: 'ONLY_MIGRATE', value: 'migrate' }] },
+    });
+    const manifests = render('-f', file);
+    const names = (role: string) => envOf(manifests, role).map((e) => e.name);
+    for (const role of ROLES) {
+      // One of each name: a role's variable replaces extraEnv's, the chart's NODE_OPTIONS gives way to one of yours.
+      expect(new Set(names(role)).size, role).toBe(names(role).length);
+      expect(valueOf(manifests, role, 'SHARED')).toBe('everyone');
+      // After the Secret's variables, so they can refer to them ($(VAR)).
+      expect(names(role).indexOf('SHARED')).toBeGreaterThan(names(role).indexOf('DATABASE_URL'));
+    }
+    expect(valueOf(manifests, 'api', 'TUNED')).toBe('api');
+    expect(names('api').indexOf('TUNED')).toBeGreaterThan(names('api').indexOf('SHARED'));
+    expect(valueOf(manifests, 'scheduler', 'TUNED')).toBe('extraEnv');
+    expect(envOf(manifests, 'worker').find((e) => e.name === 'ONLY_WORKER')).toEqual({
+      name: 'ONLY_WORKER',
+      valueFrom: { fieldRef: { fieldPath: 'metadata.name' } },
+    });
+    expect(names('api')).not.toContain('ONLY_WORKER');
+    expect(valueOf(manifests, 'migrate', 'ONLY_MIGRATE')).toBe('migrate');
+    expect(names('worker')).not.toContain('ONLY_MIGRATE');
+    // NODE_OPTIONS of extraConfig (the ConfigMap) is kept ahead of the flag, which would otherwise hide it.
+    expect(valueOf(manifests, 'api', 'NODE_OPTIONS')).toBe(
+      '--enable-source-maps --max-old-space-size-percentage=60',
+    );
+    expect(valueOf(manifests, 'worker', 'NODE_OPTIONS')).toBe('--max-old-space-size=300');
+  });
+
+  it('renders neither NetworkPolicies nor a ScaledObject by default', () => {
+    const kinds = render(...SECRET_VALUES).map((m) => m.kind);
+    for (const kind of ['NetworkPolicy', 'ScaledObject', 'TriggerAuthentication'])
+      expect(kinds).not.toContain(kind);
+    expect(find(render(...SECRET_VALUES), 'Deployment', 'rw-riskwatch-worker').spec?.replicas).toBe(1);
+  });
+
+  it('renders one NetworkPolicy per role: its pods, its ports, DNS and the destinations of values', () => {
+    const file = valuesFile('network-policy', {
+      config: { jwt: { jwksUrl: 'https://idp.example/.well-known/jwks.json' } },
+      networkPolicy: {
+        enabled: true,
+        api: { ingressFrom: [{ namespaceSelector: { matchLabels: { name: 'ingress-nginx' } } }] },
+        metrics: {
+          namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } },
+          podSelector: { matchLabels: { 'app.kubernetes.io/name': 'prometheus' } },
+        },
+        postgres: { cidrs: ['10.0.12.0/24'], ports: [5432] },
+        redis: {
+          cidrs: ['10.0.13.5/32'],
+          peers: [{ podSelector: { matchLabels: { app: 'redis' } } }],
+          ports: [6380],
+        },
+        jwks: { cidrs: ['203.0.113.10/32'] },
+        nodeProviders: { cidrs: ['0.0.0.0/0'], ports: [443, { port: 8545, protocol: 'TCP' }] },
+        webhooks: { cidrs: ['198.51.100.0/24'], ports: [443, 8443] },
+        extraEgress: [{ to: [cidr('10.0.99.1/32')], ports: tcp(4317) }],
+      },
+    });
+    const manifests = render('-f', file);
+    expect(
+      manifests
+        .filter((m) => m.kind === 'NetworkPolicy')
+        .map((m) => m.metadata.name)
+        .sort(),
+    ).toEqual(ROLES.map((role) => `rw-riskwatch-${role}`).sort());
+    const POSTGRES = { ports: tcp(5432), to: [cidr('10.0.12.0/24')] };
+    const REDIS = {
+      ports: tcp(6380),
+      to: [cidr('10.0.13.5/32'), { podSelector: { matchLabels: { app: 'redis' } } }],
+    };
+    const JWKS = { ports: tcp(443), to: [cidr('203.0.113.10/32')] };
+    const PROVIDERS = { ports: tcp(443, 8545), to: [cidr('0.0.0.0/0')] };
+    const WEBHOOKS = { ports: tcp(443, 8443), to: [cidr('198.51.100.0/24')] };
+    const EXTRA = { to: [cidr('10.0.99.1/32')], ports: tcp(4317) };
+    const expectedEgress = {
+      api: [DNS_RULE, POSTGRES, REDIS, JWKS, PROVIDERS, EXTRA],
+      worker: [DNS_RULE, POSTGRES, REDIS, PROVIDERS, WEBHOOKS, EXTRA],
+      scheduler: [DNS_RULE, POSTGRES, REDIS, EXTRA],
+      migrate: [DNS_RULE, POSTGRES, EXTRA],
+    };
+    const metricsIngress = {
+      ports: tcp(9464),
+      from: [
+        {
+          namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } },
+          podSelector: { matchLabels: { 'app.kubernetes.io/name': 'prometheus' } },
+        },
+      ],
+    };
+    for (const role of ROLES) {
+      const spec = policy(manifests, role);
+      // The policy selects exactly the pods of its role (the labels of the workload's pod template).
+      const podLabels = workloadOf(manifests, role).spec?.template?.metadata?.labels;
+      expect(spec.podSelector.matchLabels, role).toEqual({
+        'app.kubernetes.io/name': 'riskwatch',
+        'app.kubernetes.io/instance': 'rw',
+        'app.kubernetes.io/component': role,
+      });
+      expect(podLabels).toMatchObject(spec.podSelector.matchLabels);
+      expect(spec.policyTypes).toEqual(['Ingress', 'Egress']);
+      expect(spec.egress, role).toEqual(expectedEgress[role]);
+    }
+    expect(policy(manifests, 'api').ingress).toEqual([
+      { ports: tcp(8080), from: [{ namespaceSelector: { matchLabels: { name: 'ingress-nginx' } } }] },
+      metricsIngress,
+    ]);
+    for (const role of ['worker', 'scheduler'])
+      expect(policy(manifests, role).ingress).toEqual([metricsIngress]);
+    expect(policy(manifests, 'migrate').ingress).toEqual([]);
+    // The Job's policy is in place before the Job runs, as its other hook resources.
+    expect(find(manifests, 'NetworkPolicy', 'rw-riskwatch-migrate').metadata.annotations).toMatchObject({
+      'helm.sh/hook': 'pre-install,pre-upgrade',
+      'helm.sh/hook-weight': '-10',
+    });
+  });
+
+  it('opens a destination without addresses to any address on its ports, and closes one without ports', () => {
+    const manifests = render(
+      '--set',
+      'networkPolicy.enabled=true,networkPolicy.metrics.namespaceSelector=null,networkPolicy.metrics.podSelector=null',
+      '-f',
+      valuesFile('np-closed', { networkPolicy: { webhooks: { ports: [] }, dns: { ports: [] } } }),
+    );
+    const api = policy(manifests, 'api');
+    // No ingressFrom, no metrics selectors: from anywhere, to those ports only.
+    expect(api.ingress).toEqual([{ ports: tcp(8080) }, { ports: tcp(9464) }]);
+    expect(policy(manifests, 'worker').egress).toEqual([
+      { ports: tcp(5432) },
+      { ports: tcp(6379) },
+      { ports: tcp(443) },
+    ]);
+    expect(policy(manifests, 'migrate').egress).toEqual([{ ports: tcp(5432) }]);
+    // The default metrics peer: every pod of every namespace.
+    expect(policy(render('--set', 'networkPolicy.enabled=true'), 'worker').ingress).toEqual([
+      { ports: tcp(9464), from: [{ namespaceSelector: {}, podSelector: {} }] },
+    ]);
+    const bad = run([
+      '--set',
+      'networkPolicy.enabled=true',
+      '-f',
+      valuesFile('np-bad', { networkPolicy: { postgres: { cidrs: ['db.internal'] } } }),
+    ]);
+    expect(bad.status).toBe(1);
+    expect(bad.stderr).toMatch(/networkPolicy\.postgres\.cidrs/);
+  });
+
+  it('scales the worker with KEDA on the watchlist-chunk wait list and the pending webhook deliveries', async () => {
+    const file = valuesFile('keda', {
+      config: { redisKeyPrefix: 'acme:' },
+      worker: {
+        keda: {
+          enabled: true,
+          minReplicaCount: 2,
+          maxReplicaCount: 12,
+          pollingInterval: 15,
+          cooldownPeriod: 120,
+          redis: { listLength: 24 },
+          prometheus: {
+            serverAddress: 'http://prometheus-operated.monitoring.svc:9090',
+            query: 'max(riskwatch_webhook_pending_deliveries{namespace="{{ .Release.Namespace }}"})',
+            threshold: 250,
+          },
+        },
+      },
+    });
+    const args = [
+      ...SECRET_VALUES,
+      '--set-string',
+      'secrets.redisUrl=rediss://:s3cr3t-pw@redis.internal:6380/2',
+      '-f',
+      file,
+    ];
+    const manifests = render(...args);
+    const spec = scaledObject(manifests);
+    expect(spec).toMatchObject({
+      scaleTargetRef: { apiVersion: 'apps/v1', kind: 'Deployment', name: 'rw-riskwatch-worker' },
+      minReplicaCount: 2,
+      maxReplicaCount: 12,
+      pollingInterval: 15,
+      cooldownPeriod: 120,
+    });
+    expect(find(manifests, 'Deployment', spec.scaleTargetRef.name).metadata.labels).toMatchObject({
+      'app.kubernetes.io/component': 'worker',
+    });
+    // KEDA owns the replica count.
+    expect(find(manifests, 'Deployment', 'rw-riskwatch-worker').spec?.replicas).toBeUndefined();
+    const [redis, prometheus, ...rest] = spec.triggers;
+    expect(rest).toEqual([]);
+    expect(redis).toEqual({
+      type: 'redis',
+      metadata: {
+        address: 'redis.internal:6380',
+        listName: 'acme:bull:watchlist-chunk:wait',
+        listLength: '24',
+        activationListLength: '0',
+        databaseIndex: '2',
+        enableTLS: 'true',
+      },
+      authenticationRef: { name: 'rw-riskwatch-worker-redis' },
+    });
+    // The list BullMQ keeps the waiting jobs in, as src/jobs/queues.ts names the queue.
+    expect(redis?.metadata.listName).toBe(await chunkWaitKey('acme:'));
+    expect(prometheus).toEqual({
+      type: 'prometheus',
+      metadata: {
+        serverAddress: 'http://prometheus-operated.monitoring.svc:9090',
+        query: 'max(riskwatch_webhook_pending_deliveries{namespace="sec"})',
+        threshold: '250',
+        activationThreshold: '0',
+      },
+    });
+    // The password reaches KEDA from the chart's Secret, never in plain text.
+    const auth = find(manifests, 'TriggerAuthentication', 'rw-riskwatch-worker-redis').spec;
+    expect(auth).toEqual({
+      secretTargetRef: [{ parameter: 'password', name: 'rw-riskwatch', key: 'REDIS_PASSWORD' }],
+    });
+    expect(decode(find(manifests, 'Secret', 'rw-riskwatch').data).REDIS_PASSWORD).toBe('s3cr3t-pw');
+    expect(run(args).stdout).not.toContain('s3cr3t-pw');
+    // Defaults: the configured prefix's key, no prometheus trigger without an address.
+    const plain = scaledObject(
+      render('--set-string', 'secrets.redisUrl=redis://redis.internal', '--set', 'worker.keda.enabled=true'),
+    );
+    expect(plain.triggers).toEqual([
+      {
+        type: 'redis',
+        metadata: {
+          address: 'redis.internal:6379',
+          listName: await chunkWaitKey('rw:'),
+          listLength: '16',
+          activationListLength: '0',
+          databaseIndex: '0',
+          enableTLS: 'false',
+        },
+      },
+    ]);
+    expect(plain.triggers[0]?.metadata.listName).toBe('rw:bull:watchlist-chunk:wait');
+  });
+
+  it('takes Redis from values with an existing Secret, and refuses KEDA together with the worker HPA', () => {
+    const missing = run(['--set', 'secrets.existingSecret=mine,worker.keda.enabled=true']);
+    expect(missing.status).toBe(1);
+    expect(missing.stderr).toMatch(/worker\.keda\.redis\.address .*required with secrets\.existingSecret/);
+    const manifests = render(
+      '--set',
+      'secrets.existingSecret=mine,worker.keda.enabled=true,worker.keda.redis.address=redis.internal:6379',
+    );
+    expect(find(manifests, 'TriggerAuthentication', 'rw-riskwatch-worker-redis').spec).toEqual({
+      secretTargetRef: [{ parameter: 'password', name: 'mine', key: 'REDIS_PASSWORD' }],
+    });
+    const own = render(
+      '--set',
+      'secrets.existingSecret=mine,worker.keda.enabled=true,worker.keda.redis.address=r:6379,worker.keda.redis.authenticationRef=theirs',
+    );
+    expect(own.map((m) => m.kind)).not.toContain('TriggerAuthentication');
+    expect(scaledObject(own).triggers[0]?.authenticationRef).toEqual({ name: 'theirs' });
+
+    const both = run(['--set', 'worker.keda.enabled=true,worker.autoscaling.enabled=true']);
+    expect(both.status).toBe(1);
+    expect(both.stderr).toMatch(/worker\.keda\.enabled and worker\.autoscaling\.enabled exclude each other/);
+    // The alternative without KEDA: an HPA on CPU for the worker.
+    const hpa = render('--set', 'worker.autoscaling.enabled=true,worker.autoscaling.maxReplicas=6');
+    expect(find(hpa, 'HorizontalPodAutoscaler', 'rw-riskwatch-worker').spec).toMatchObject({
+      scaleTargetRef: { kind: 'Deployment', name: 'rw-riskwatch-worker' },
+      minReplicas: 1,
+      maxReplicas: 6,
+      metrics: [{ type: 'Resource', resource: { name: 'cpu', target: { averageUtilization: 70 } } }],
+    });
+    expect(find(hpa, 'Deployment', 'rw-riskwatch-worker').spec?.replicas).toBeUndefined();
+    expect(
+      hpa.some((m) => m.kind === 'HorizontalPodAutoscaler' && m.metadata.name === 'rw-riskwatch-api'),
+    ).toBe(false);
   });
 });

@@ -200,6 +200,13 @@ RISKWATCH_SECRETS_KEY: {{ . | b64enc }}
 RISKWATCH_SECRETS_PREVIOUS_KEYS: {{ join "," . | b64enc }}
 {{- end }}
 {{- end }}
+{{- with .Values.worker.keda }}
+{{- if and .enabled .redis.passwordKey (not .redis.authenticationRef) }}
+{{- with (include "riskwatch.kedaRedis" $ | fromYaml).password }}
+{{ $.Values.worker.keda.redis.passwordKey }}: {{ . | b64enc }}
+{{- end }}
+{{- end }}
+{{- end }}
 {{- $rpcUrls := .Values.secrets.rpcUrls | default dict }}
 {{- range $network, $env := include "riskwatch.rpcNetworks" . | fromYaml }}
 {{- with index $rpcUrls $network }}
@@ -258,6 +265,41 @@ rpcUrls:
 {{- end }}
 
 {{/*
+The environment of a role's container (same arguments as riskwatch.container): the Secret's variables, then
+NODE_OPTIONS with the heap percentage of the role (<role>.heapPercent; none for 0 or null, nor when extraEnv
+or <role>.env sets NODE_OPTIONS itself; after a NODE_OPTIONS of extraConfig, which it would otherwise hide),
+then extraEnv, then <role>.env (which wins over an extraEnv variable of the same name).
+*/}}
+{{- define "riskwatch.env" -}}
+{{- $v := .root.Values }}
+{{- $roleValues := index $v .role }}
+{{- $roleEnv := $roleValues.env | default list }}
+{{- $roleNames := list }}
+{{- range $roleEnv }}
+{{- $roleNames = append $roleNames .name }}
+{{- end }}
+{{- $names := $roleNames }}
+{{- range $v.extraEnv }}
+{{- $names = append $names .name }}
+{{- end }}
+{{- include "riskwatch.secretEnv" .secretRef | trim }}
+{{- $heap := $roleValues.heapPercent | default 0 | int }}
+{{- if and $heap (not (has "NODE_OPTIONS" $names)) }}
+{{- $inherited := index ($v.extraConfig | default dict) "NODE_OPTIONS" | default "" | toString }}
+- name: NODE_OPTIONS
+  value: {{ printf "%s --max-old-space-size-percentage=%d" $inherited $heap | trim | quote }}
+{{- end }}
+{{- range $v.extraEnv }}
+{{- if not (has .name $roleNames) }}
+- {{ toYaml . | indent 2 | trim }}
+{{- end }}
+{{- end }}
+{{- range $roleEnv }}
+- {{ toYaml . | indent 2 | trim }}
+{{- end }}
+{{- end }}
+
+{{/*
 The riskwatch container of a role. Call with (dict "root" $ "role" "api" "configMap" NAME "secretRef" REF
 "resources" MAP), REF as riskwatch.secretRef makes it.
 The role is the command; the image's entrypoint (tini -- node dist/src/main.js) is kept.
@@ -278,10 +320,7 @@ The role is the command; the image's entrypoint (tini -- node dist/src/main.js) 
     {{- toYaml . | nindent 4 }}
     {{- end }}
   env:
-    {{- include "riskwatch.secretEnv" .secretRef | trim | nindent 4 }}
-    {{- with $v.extraEnv }}
-    {{- toYaml . | nindent 4 }}
-    {{- end }}
+    {{- include "riskwatch.env" . | trim | nindent 4 }}
   {{- if ne .role "migrate" }}
   ports:
     {{- if eq .role "api" }}
@@ -430,4 +469,53 @@ under: the service would run with webhooks unusable (an existing Secret must hol
 {{/* An IntOrString field: "50%" stays a string, 1 (a float64 when read from YAML) prints as 1. */}}
 {{- define "riskwatch.intOrString" -}}
 {{- if kindIs "string" . }}{{ quote . }}{{ else }}{{ int . }}{{ end }}
+{{- end }}
+
+{{/*
+Redis as KEDA's operator reaches it, for the worker's ScaledObject: address (host:port), password,
+enableTLS and databaseIndex, from worker.keda.redis or else from secrets.redisUrl (when the chart creates
+the Secret: an existing Secret's URL is out of its sight). As YAML.
+*/}}
+{{- define "riskwatch.kedaRedis" -}}
+{{- $r := .Values.worker.keda.redis }}
+{{- $url := dict "scheme" "" "host" "" "userinfo" "" "path" "" }}
+{{- if and (not .Values.secrets.existingSecret) .Values.secrets.redisUrl }}
+{{- $url = urlParse .Values.secrets.redisUrl }}
+{{- end }}
+{{- $address := $r.address }}
+{{- if and (not $address) $url.host }}
+{{- $address = $url.host }}
+{{- if not (regexMatch ":[0-9]+$" $address) }}
+{{- $address = printf "%s:6379" $address }}
+{{- end }}
+{{- end }}
+{{- $password := "" }}
+{{- if contains ":" $url.userinfo }}
+{{- $password = regexReplaceAll "^[^:]*:" $url.userinfo "" }}
+{{- end }}
+{{- if contains "%" $password }}
+{{- fail "secrets.redisUrl: its password holds percent-escapes, which the chart cannot decode for KEDA; set worker.keda.redis.authenticationRef to a TriggerAuthentication of yours" }}
+{{- end }}
+{{- $tls := $r.enableTLS }}
+{{- if kindIs "invalid" $tls }}
+{{- $tls = eq $url.scheme "rediss" }}
+{{- end }}
+{{- $db := $r.databaseIndex }}
+{{- if kindIs "invalid" $db }}
+{{- $db = trimPrefix "/" $url.path | default "0" }}
+{{- end }}
+address: {{ $address | toJson }}
+password: {{ $password | toJson }}
+enableTLS: {{ $tls }}
+databaseIndex: {{ $db | int }}
+{{- end }}
+
+{{/*
+Stops the render when two autoscalers would size the worker: KEDA drives it through an HPA of its own,
+which would fight the chart's (worker.autoscaling).
+*/}}
+{{- define "riskwatch.checkWorkerScaling" -}}
+{{- if and .Values.worker.keda.enabled .Values.worker.autoscaling.enabled }}
+{{- fail "worker.keda.enabled and worker.autoscaling.enabled exclude each other: KEDA scales the worker through an HorizontalPodAutoscaler of its own; keep one" }}
+{{- end }}
 {{- end }}
