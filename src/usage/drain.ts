@@ -64,6 +64,8 @@ export class UsageDrain {
         await this.drainOnce();
       } catch (err) {
         if (this.stopping) break;
+        // The group went with the stream (Redis flushed, or replaced by an empty one): made again next pass.
+        if ((err as Error).message.includes('NOGROUP')) groupReady = false;
         this.logger.warn({ err: { message: (err as Error).message } }, 'usage drain failed; retrying');
         await new Promise((r) => setTimeout(r, 1000));
       }
