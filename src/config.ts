@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { ACCOUNTS_ENV_VARS, accountsAuthSettings, rateLimitSettings } from './accounts/settings.js';
 import { AUDIT_ENV_VARS, auditSettings } from './audit/settings.js';
 import { CHAINS_ENV_VARS, chainsSettings } from './chains/settings.js';
+import { PARTITIONS_ENV_VARS, partitionsSettings } from './db/settings.js';
 import { HTTP_ENV_VARS, httpAuthSettings } from './http/settings.js';
 import { IMPACT_ENV_VARS, impactSettings } from './impact/settings.js';
 import { SCHEDULER_ENV_VARS, schedulerSettings } from './jobs/settings.js';
@@ -38,6 +39,7 @@ const schema = z.object({
   webhooks: webhooksSettings,
   usage: usageSettings,
   audit: auditSettings,
+  partitions: partitionsSettings,
   screenings: screeningsSettings,
   scheduler: schedulerSettings,
   impact: impactSettings,
@@ -57,6 +59,7 @@ export const ENV_VARS: EnvVars = {
   ...WEBHOOKS_ENV_VARS,
   ...USAGE_ENV_VARS,
   ...AUDIT_ENV_VARS,
+  ...PARTITIONS_ENV_VARS,
   ...SCREENINGS_ENV_VARS,
   ...SCHEDULER_ENV_VARS,
   ...IMPACT_ENV_VARS,

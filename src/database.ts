@@ -10,6 +10,7 @@ import { ScreeningResultSchema, ScreeningSchema } from './screenings/entities.js
 import { UsageRecordSchema, UsageRollupSchema } from './usage/entities.js';
 import {
   WatchlistAlertSchema,
+  WatchlistEntryCountSchema,
   WatchlistEntrySchema,
   WatchlistRescanSchema,
   WatchlistSchema,
@@ -33,6 +34,7 @@ export const ENTITIES: readonly EntitySchema[] = [
   ListEntrySchema,
   WatchlistSchema,
   WatchlistEntrySchema,
+  WatchlistEntryCountSchema,
   WatchlistSnapshotSchema,
   WatchlistAlertSchema,
   WatchlistRescanSchema,

@@ -1,6 +1,5 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Redis } from 'ioredis';
 import { AuditLogService } from './audit/service.js';
 import { AccountsService } from './accounts/service.js';
 import { ChainProviders } from './chains/providers.js';
@@ -17,7 +16,7 @@ import { Metrics } from './platform/metrics.js';
 import { connectDatabase } from './database.js';
 import type { Orm } from './db/orm.js';
 import { PROJECT_ROOT } from './platform/paths.js';
-import { createBullConnection, createRedis } from './platform/redis.js';
+import { createBullConnection, createRedis, type RedisClient } from './platform/redis.js';
 import { Shutdown } from './platform/shutdown.js';
 import { mergeKnownWalletImplementations } from './risk/known/evm.js';
 import { RiskService } from './risk/service.js';
@@ -54,8 +53,8 @@ export interface Runtime {
   config: Readonly<Config>;
   logger: Logger;
   orm: Orm;
-  redis: Redis;
-  bull: Redis;
+  redis: RedisClient;
+  bull: RedisClient;
   queues: JobQueues;
   shutdown: Shutdown;
   metrics: Metrics;
@@ -103,8 +102,8 @@ export interface Runtime {
 export async function createRuntime(role: string, config: Readonly<Config> = loadConfig()): Promise<Runtime> {
   const logger = createLogger(config.log.level, { role });
   const orm = await connectDatabase(config.database.url, config.database.pool_max);
-  const redis = createRedis(config.redis.url, { enableAutoPipelining: true });
-  const bull = createBullConnection(config.redis.url);
+  const redis = createRedis(config.redis, { enableAutoPipelining: true });
+  const bull = createBullConnection(config.redis);
   const queues = new JobQueues(bull, config.redis.key_prefix);
   const shutdown = new Shutdown(logger, config.server.shutdown_timeout_ms);
   const metrics = new Metrics({ version: VERSION, releaseId: RELEASE_ID, role });

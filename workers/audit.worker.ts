@@ -1,7 +1,11 @@
 import type { Runtime } from '../src/runtime.js';
 import type { JobHandler } from './job-handler.js';
 
-/** Deletes audit records older than `audit.retention_days` (the trigger admits no other DELETE). */
+/**
+ * Removes audit records older than `audit.retention_days`: day partitions dropped whole, older records of
+ * the historical and default partitions deleted (the one DELETE the trigger admits).
+ */
 export const auditPrune =
   (rt: Runtime): JobHandler<'audit-prune'> =>
-  async () => ({ deleted: await rt.audit.prune(rt.config.audit.retention_days) });
+  () =>
+    rt.audit.prune(rt.config.audit.retention_days);

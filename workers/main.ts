@@ -1,7 +1,8 @@
 import { hostname } from 'node:os';
 import { Worker } from 'bullmq';
 import { startHeartbeat } from '../src/jobs/heartbeat.js';
-import { JOB_NAMES, type JobName } from '../src/jobs/queues.js';
+import { startRedisLossWatch } from '../src/jobs/redis-loss.js';
+import { JOB_NAMES, queueAt, type JobName } from '../src/jobs/queues.js';
 import { createBullConnection, createRedis } from '../src/platform/redis.js';
 import type { Runtime } from '../src/runtime.js';
 import { WatchMetrics } from '../src/watchlists/metrics.js';
@@ -11,6 +12,7 @@ import { UsageDrain } from '../src/usage/drain.js';
 import { auditPrune } from './audit.worker.js';
 import { impactRefresh } from './impact-refresh.worker.js';
 import { checkHandlers, jobProcessor, type JobHandlers } from './job-handler.js';
+import { partitionsMaintain } from './partitions.worker.js';
 import { screeningChunk, screeningStart, screeningsPrune } from './screenings.worker.js';
 import { usagePrune } from './usage-prune.worker.js';
 import { watchlistChunk, watchlistsDue, watchlistTick } from './watchlists.worker.js';
@@ -34,6 +36,7 @@ function handlers(rt: Runtime): JobHandlers {
     'watchlist-chunk': watchlistChunk(scanner),
     'audit-prune': auditPrune(rt),
     'screenings-prune': screeningsPrune(rt),
+    'partitions-maintain': partitionsMaintain(rt),
     'screening-start': screeningStart(rt),
     'screening-chunk': screeningChunk(rt),
   };
@@ -75,11 +78,12 @@ export function startWorkers(rt: Runtime): void {
   checkHandlers(table);
   const processorOf = <N extends JobName>(name: N) => jobProcessor(name, table[name]);
 
-  const connection = createBullConnection(config.redis.url);
+  const connection = createBullConnection(config.redis);
   const workers = JOB_NAMES.map((name) => {
-    const worker = new Worker(name, processorOf(name), {
+    const at = queueAt(connection, config.redis.key_prefix, name);
+    const worker = new Worker(at.name, processorOf(name), {
       connection,
-      prefix: `${config.redis.key_prefix}bull`,
+      prefix: at.prefix,
       ...workerOptionsOf(rt, name),
     });
     worker.on('failed', (job, err) =>
@@ -89,7 +93,7 @@ export function startWorkers(rt: Runtime): void {
     return worker;
   });
 
-  const drainRedis = createRedis(config.redis.url, { maxRetriesPerRequest: null, enableOfflineQueue: true });
+  const drainRedis = createRedis(config.redis, { maxRetriesPerRequest: null, enableOfflineQueue: true });
   drainRedis.on('error', () => undefined);
   const drain = new UsageDrain(drainRedis, rt.orm, usageStreamKey(config.redis.key_prefix), logger);
   drain.start();
@@ -97,12 +101,24 @@ export function startWorkers(rt: Runtime): void {
   // The deep scans read the accounts' deny/allow lists: keep this process's copy current.
   void rt.listsCache.start();
   const stopHeartbeat = startHeartbeat(rt.redis, config.redis.key_prefix, `${hostname()}-${process.pid}`);
+  // Redis emptied (flushed, restarted without its data): the jobs it held are enqueued again from PostgreSQL.
+  const stopLossWatch = startRedisLossWatch({
+    redis: rt.redis,
+    prefix: config.redis.key_prefix,
+    owner: `${hostname()}-${process.pid}`,
+    logger,
+    registry: rt.metrics.registry,
+    recover: async () => ({
+      screening_accounts: await rt.screeningRunner.reconcile(),
+      rescans: await rt.watchlists.rescans.requeueUnfinished(),
+    }),
+  });
   logger.info({ queues: JOB_NAMES }, 'workers started');
 
   rt.shutdown.add('workers', async () => {
     await stopHeartbeat();
     // worker.close() waits for running jobs without a limit of its own: bound it.
-    const closing = Promise.all([...workers.map((w) => w.close()), drain.stop()]);
+    const closing = Promise.all([...workers.map((w) => w.close()), drain.stop(), stopLossWatch()]);
     await Promise.race([closing, new Promise((r) => setTimeout(r, config.server.shutdown_timeout_ms / 2))]);
     rt.listsCache.stop();
     await rt.impact.stopFlushing().catch(() => undefined);

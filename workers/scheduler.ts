@@ -30,6 +30,18 @@ export function startScheduler(rt: Runtime): void {
       { name, noOverlap: true },
     ),
   );
+  // Partitions are made at start too, not only at the next tick: a scheduler down for longer than
+  // `partitions.days_ahead` days has left rows in the default partitions (every replica may enqueue it:
+  // the job is idempotent and serialised per table).
+  void queues
+    .enqueue(
+      'partitions-maintain',
+      { scheduled_at: new Date().toISOString() },
+      `partitions-maintain-start-${Date.now()}`,
+    )
+    .catch((err: Error) =>
+      logger.warn({ job: 'partitions-maintain', err: { message: err.message } }, 'enqueue failed'),
+    );
   logger.info({ schedules: Object.fromEntries(schedules) }, 'scheduler started');
   rt.shutdown.add('scheduler', async () => {
     for (const task of tasks) await task.stop();

@@ -17,7 +17,8 @@ export const AuditRecordSchema = defineEntity({
   properties: {
     id: p.string().length(40).primary(),
     accountId: p.string().length(40).nullable(),
-    at: p.datetime(),
+    /** Part of the key: the table is partitioned by day on it (src/db/partitions.ts). */
+    at: p.datetime().primary(),
     actorType: p.enum(ACTOR_TYPES),
     /** The API key id, the JWT `sub`, or the operator's name. */
     actorId: p.string().length(300),

@@ -1,6 +1,7 @@
 import { decodeCursor, keysetPage, type Page } from '../platform/cursor.js';
 import { AppError } from '../platform/errors.js';
 import type { Orm } from '../db/orm.js';
+import { AUDIT_LOG, dropPartitionsBefore, rowPrunedPartitions } from '../db/partitions.js';
 import { run, time, Where, type Time } from '../db/sql.js';
 import type { ActorType } from './entities.js';
 
@@ -67,6 +68,14 @@ const viewOf = (r: AuditRow): AuditView => ({
 
 /** Rows per statement of the export and of the prune. */
 const BATCH = 5000;
+/** The trigger admits no DELETE with a younger cut-off (migration 20261128024154); a drop is held to it too. */
+const MIN_RETENTION_DAYS = 30;
+
+/** What an audit prune removed: records deleted one by one, and whole day partitions dropped. */
+export interface AuditPrune {
+  deleted: number;
+  dropped: string[];
+}
 
 /**
  * The audit log as it is read: an account's records over the API (newest first, one index range per
@@ -144,26 +153,35 @@ export class AuditLogService {
   }
 
   /**
-   * Deletes records older than `retentionDays`, in batches; how many went. Each batch's transaction names
+   * Removes records older than `retentionDays` (30 at least, as the trigger wants). Day partitions whose
+   * whole day is older are dropped (a record outlives its retention by less than a day); the historical
+   * and default partitions lose their old records by DELETE, in batches, each batch's transaction naming
    * its cut-off in `riskwatch.audit_prune_before`, which the trigger checks row by row.
    */
-  async prune(retentionDays: number): Promise<number> {
-    const cutoff = new Date(Date.now() - retentionDays * 86_400_000);
+  async prune(retentionDays: number, now = new Date()): Promise<AuditPrune> {
+    if (retentionDays < MIN_RETENTION_DAYS)
+      throw new Error(`audit retention of ${retentionDays} days refused: ${MIN_RETENTION_DAYS} at least`);
+    const cutoff = new Date(now.getTime() - retentionDays * 86_400_000);
+    const dropped = await dropPartitionsBefore(this.orm, AUDIT_LOG, cutoff);
     let deleted = 0;
-    for (;;) {
-      const n = await this.orm.em.fork().transactional(async (em) => {
-        await run(em, `select set_config('riskwatch.audit_prune_before', ?, true)`, [cutoff.toISOString()]);
-        const res = await run<{ affectedRows: number }>(
-          em,
-          `delete from audit_log where ctid = any(array(
-             select ctid from audit_log where at < ? order by at limit ${BATCH}))`,
-          [cutoff],
-          'run',
-        );
-        return res.affectedRows;
-      });
-      deleted += n;
-      if (n < BATCH) return deleted;
+    for (const partition of await rowPrunedPartitions(this.orm, AUDIT_LOG)) {
+      for (;;) {
+        const n = await this.orm.em.fork().transactional(async (em) => {
+          await run(em, `select set_config('riskwatch.audit_prune_before', ?, true)`, [cutoff.toISOString()]);
+          // ctid names a row within one table: the partition's, never the parent's.
+          const res = await run<{ affectedRows: number }>(
+            em,
+            `delete from "${partition}" where ctid = any(array(
+               select ctid from "${partition}" where at < ? order by at limit ${BATCH}))`,
+            [cutoff],
+            'run',
+          );
+          return res.affectedRows;
+        });
+        deleted += n;
+        if (n < BATCH) break;
+      }
     }
+    return { deleted, dropped };
   }
 }

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../platform/redis.js';
 import {
   CircuitBreaker,
   RedisRateGate,
@@ -56,7 +56,7 @@ export class Endpoint {
  * `onWait` is told of every admission that had to wait.
  */
 export function rateGate(
-  options: { ratePerS: number; redis?: Redis; redisKeyPrefix?: string },
+  options: { ratePerS: number; redis?: RedisClient; redisKeyPrefix?: string },
   url: string,
   onWait?: RateWaitObserver,
 ): RateGate {

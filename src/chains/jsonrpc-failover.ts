@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../platform/redis.js';
 import { AppError } from '../platform/errors.js';
 import type { GuardedHttpClient } from '../platform/http-client.js';
 import type { Logger } from '../platform/logger.js';
@@ -30,7 +30,7 @@ export interface PendingCall {
 export interface FailoverOptions extends ProviderTuning {
   network: string;
   urls: readonly string[];
-  redis?: Redis;
+  redis?: RedisClient;
   redisKeyPrefix?: string;
 }
 

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../platform/redis.js';
 import type { Registry } from 'prom-client';
 import type { AppError } from '../platform/errors.js';
 import { GuardedHttpClient, type ByteBudget } from '../platform/http-client.js';
@@ -25,7 +25,7 @@ export interface JsonRpcClientOptions extends ProviderTuning {
   /** Bytes of answers all clients of the process may hold at once while reading them. */
   responseBudget?: ByteBudget;
   /** With a Redis client, `ratePerS` is shared by every process using the same Redis and key prefix. */
-  redis?: Redis;
+  redis?: RedisClient;
   redisKeyPrefix?: string;
 }
 

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../platform/redis.js';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 
 export const sleep = (ms: number): Promise<void> =>
@@ -94,7 +94,7 @@ export class RedisRateGate implements RateGate {
   private readonly limiter: RateLimiterRedis;
 
   constructor(
-    redis: Redis,
+    redis: RedisClient,
     keyPrefix: string,
     private readonly key: string,
     private readonly perSecond: number,

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../platform/redis.js';
 import type { Registry } from 'prom-client';
 import { isLoopbackUrl } from '../platform/config.js';
 import { AppError } from '../platform/errors.js';
@@ -27,7 +27,7 @@ export interface ConfiguredNetwork {
 
 export interface ChainProvidersDeps {
   /** Shares each URL's rate limit among every replica using this Redis (and key prefix). */
-  redis?: Redis;
+  redis?: RedisClient;
   redisKeyPrefix?: string;
   /** prom-client registry for the `riskwatch_rpc_*` metrics. */
   metrics?: Registry;

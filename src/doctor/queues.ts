@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../platform/redis.js';
 import { JOB_NAMES, JobQueues, type JobName } from '../jobs/queues.js';
 import type { Finding } from './report.js';
 import { describeError, withTimeout } from './timeout.js';
@@ -22,7 +22,7 @@ interface QueueState {
  * counted by BullMQ (`getWorkersCount`: the named connections in CLIENT LIST), so they are the workers of
  * this install's key prefix, wherever they run.
  */
-export async function checkQueues(redis: Redis, keyPrefix: string, timeoutMs: number): Promise<Finding[]> {
+export async function checkQueues(redis: RedisClient, keyPrefix: string, timeoutMs: number): Promise<Finding[]> {
   const queues = new JobQueues(redis, keyPrefix, { readOnly: true });
   try {
     const states = await Promise.all(

@@ -1,6 +1,6 @@
-import type { Redis } from 'ioredis';
-import { createRedis } from '../platform/redis.js';
-import type { Finding } from './report.js';
+import { Cluster } from 'ioredis';
+import { createRedis, type RedisClient, type RedisTarget } from '../platform/redis.js';
+import { exitCodeOf, type Finding } from './report.js';
 import { maskUrl } from './secrets.js';
 import { describeError, withTimeout } from './timeout.js';
 
@@ -10,19 +10,20 @@ export const RECOMMENDED_REDIS_VERSION = '6.2.0';
 
 /** The findings, and the connection when Redis answered (for the queue checks; the caller closes it). */
 export interface RedisConnection {
-  redis?: Redis;
+  redis?: RedisClient;
   findings: Finding[];
 }
 
 /**
  * Connects once (no reconnection: an unreachable Redis is a finding, not a retry loop) and reads what the
- * queues need of the server: its version, its eviction policy, its persistence. The open connection is
- * handed on to the queue checks.
+ * queues need of the server: its version, its eviction policy, its persistence (of every master, on a
+ * Redis Cluster, and the cluster's own state). The open connection is handed on to the queue checks.
  */
-export async function checkRedis(url: string, timeoutMs: number): Promise<RedisConnection> {
-  const where = maskUrl(url);
+export async function checkRedis(target: RedisTarget, timeoutMs: number): Promise<RedisConnection> {
+  const nodes = target.cluster_nodes ?? [];
+  const where = nodes.length > 0 ? `Redis Cluster ${nodes.join(',')}` : maskUrl(target.url);
   let lastError: Error | undefined;
-  const redis = createRedis(url, {
+  const redis = createRedis(target, {
     lazyConnect: true,
     connectTimeout: timeoutMs,
     retryStrategy: () => null,
@@ -46,6 +47,8 @@ export async function checkRedis(url: string, timeoutMs: number): Promise<RedisC
     };
   }
   const roundTripMs = Math.round(performance.now() - started);
+  if (redis instanceof Cluster)
+    return { redis, findings: await clusterFindings(redis, `${where} (${roundTripMs} ms)`, timeoutMs) };
   let info: Map<string, string>;
   try {
     info = parseInfo(await withTimeout(redis.info(), timeoutMs));
@@ -158,4 +161,84 @@ function persistenceFinding(aof: boolean): Finding {
           'appendonly no: jobs queued in Redis (scans, webhook deliveries, screenings) are lost when it restarts; ' +
           'production needs `appendonly yes`',
       };
+}
+
+/** Hash slots of a Redis Cluster: all must be served for every key to have a master. */
+const CLUSTER_SLOTS = 16384;
+
+/**
+ * A Redis Cluster: the findings of one Redis, for every master (the oldest version, the first master
+ * that may evict, those without an append-only file), and `redis:cluster`: every slot served by a master
+ * that answers, and each master with a replica to take over when it is lost.
+ */
+async function clusterFindings(cluster: Cluster, where: string, timeoutMs: number): Promise<Finding[]> {
+  let masters: { node: string; info: Map<string, string> }[];
+  let state: Map<string, string>;
+  try {
+    state = parseInfo(String(await withTimeout(cluster.cluster('INFO'), timeoutMs)));
+    masters = await Promise.all(
+      cluster.nodes('master').map(async (node) => ({
+        node: `${node.options.host}:${node.options.port}`,
+        info: parseInfo(await withTimeout(node.info(), timeoutMs)),
+      })),
+    );
+  } catch (err) {
+    return [
+      {
+        check: 'redis',
+        status: 'warn',
+        detail: `${where} answers PING but not CLUSTER INFO / INFO (${describeError(err)}): version, eviction policy, persistence and slots not checked`,
+      },
+    ];
+  }
+  const version = (m: (typeof masters)[number]) => m.info.get('redis_version') ?? '?';
+  const oldest = masters.reduce((a, b) => (compareVersions(version(b), version(a)) < 0 ? b : a));
+  const evicting = masters
+    .map((m) => ({
+      node: m.node,
+      finding: evictionFinding(m.info.get('maxmemory_policy') ?? '?', Number(m.info.get('maxmemory') ?? 0)),
+    }))
+    .sort((a, b) => exitCodeOf([b.finding]) - exitCodeOf([a.finding]))[0]!;
+  const withoutAof = masters.filter((m) => m.info.get('aof_enabled') !== '1').map((m) => m.node);
+  const persistence = persistenceFinding(withoutAof.length === 0);
+  return [
+    versionFinding(version(oldest), `${where}, ${masters.length} masters (oldest: ${oldest.node})`),
+    evicting.finding.status === 'ok'
+      ? { ...evicting.finding, detail: `every master: ${evicting.finding.detail}` }
+      : { ...evicting.finding, detail: `master ${evicting.node}: ${evicting.finding.detail}` },
+    withoutAof.length === 0
+      ? { ...persistence, detail: `every master: ${persistence.detail}` }
+      : { ...persistence, detail: `masters ${withoutAof.join(', ')}: ${persistence.detail}` },
+    slotsFinding(state, masters),
+  ];
+}
+
+function slotsFinding(
+  state: Map<string, string>,
+  masters: { node: string; info: Map<string, string> }[],
+): Finding {
+  const check = 'redis:cluster';
+  const served = Number(state.get('cluster_slots_ok') ?? 0);
+  if (state.get('cluster_state') !== 'ok' || served < CLUSTER_SLOTS)
+    return {
+      check,
+      status: 'fail',
+      detail:
+        `cluster_state ${state.get('cluster_state') ?? '?'}, ${served} of ${CLUSTER_SLOTS} slots served: ` +
+        'the keys (jobs, rate limits) of the other slots cannot be read or written',
+    };
+  const alone = masters.filter((m) => Number(m.info.get('connected_slaves') ?? 0) === 0).map((m) => m.node);
+  if (alone.length > 0)
+    return {
+      check,
+      status: 'warn',
+      detail:
+        `every slot served by ${masters.length} masters, but ${alone.join(', ')} has no replica: ` +
+        'losing it leaves its slots without a master until it is back',
+    };
+  return {
+    check,
+    status: 'ok',
+    detail: `every slot served by ${masters.length} masters, each with a replica`,
+  };
 }

@@ -71,7 +71,7 @@ export async function runDoctor({ config, env, timeoutMs }: DoctorOptions): Prom
   const results = await Promise.all([
     group('postgres', () => checkPostgres(cfg.database.url, timeoutMs)),
     group('redis', async () => {
-      const { redis, findings } = await checkRedis(cfg.redis.url, timeoutMs);
+      const { redis, findings } = await checkRedis(cfg.redis, timeoutMs);
       if (!redis)
         return [
           ...findings,

@@ -51,6 +51,8 @@ export interface EventSubscriber {
   prune?(em: EntityManager, before: Date, now: Date): Promise<{ expired: number }>;
   /** A SQL condition on the events row `e`: true while the subscriber still needs that event past retention. */
   retains?: string;
+  /** Runs after the prune's transaction: drops the subscriber's day partitions past retention (their names). */
+  dropPartitions?(before: Date, now: Date): Promise<string[]>;
 }
 
 export interface EventView {
@@ -207,11 +209,12 @@ export class EventLog {
   /**
    * Drops the events older than the retention, in one transaction with the subscribers' own rows of them;
    * an event a subscriber still needs (a webhook delivery pending inside its retry window) is kept until
-   * it no longer does.
+   * it no longer does. Then the subscribers drop their day partitions past retention (webhook attempts),
+   * each in a short transaction of its own: `dropped` names them.
    */
-  async prune(now = new Date()): Promise<{ events: number; expired: number }> {
+  async prune(now = new Date()): Promise<{ events: number; expired: number; dropped: string[] }> {
     const before = new Date(now.getTime() - this.retentionDays * 86_400_000);
-    return this.orm.em.fork().transactional(async (em) => {
+    const pruned = await this.orm.em.fork().transactional(async (em) => {
       let expired = 0;
       for (const s of this.subscribers) if (s.prune) expired += (await s.prune(em, before, now)).expired;
       const held = this.subscribers.flatMap((s) => (s.retains ? [`and not (${s.retains})`] : []));
@@ -222,5 +225,9 @@ export class EventLog {
       );
       return { events: res.affectedRows ?? 0, expired };
     });
+    const dropped: string[] = [];
+    for (const s of this.subscribers)
+      if (s.dropPartitions) dropped.push(...(await s.dropPartitions(before, now)));
+    return { ...pruned, dropped };
   }
 }

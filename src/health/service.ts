@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../platform/redis.js';
 import type { ChainProviders } from '../chains/providers.js';
 import { pendingMigrations } from '../db/migrate.js';
 import { aliveWorkers } from '../jobs/heartbeat.js';
@@ -56,7 +56,7 @@ export class HealthService {
   constructor(
     private readonly deps: {
       orm: Orm;
-      redis: Redis;
+      redis: RedisClient;
       queues: JobQueues;
       providers: ChainProviders;
       usageStreamKey: string;

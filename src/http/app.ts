@@ -3,7 +3,7 @@ import './state.js';
 import type { UsageDetail } from './state.js';
 import Router from '@koa/router';
 import { koaBody } from 'koa-body';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../platform/redis.js';
 import { AppError } from '../platform/errors.js';
 import type { Logger } from '../platform/logger.js';
 import type { Metrics } from '../platform/metrics.js';
@@ -40,7 +40,7 @@ export interface AppDeps {
   logger: Logger;
   metrics: Metrics;
   auth: AuthDeps;
-  redis: Redis;
+  redis: RedisClient;
   redisKeyPrefix: string;
   usage: CallRecorder;
   bodyLimitKb: number;

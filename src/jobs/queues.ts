@@ -1,5 +1,5 @@
 import { Queue, type JobsOptions } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../platform/redis.js';
 import { z } from 'zod';
 import type { SchedulerSettings } from './settings.js';
 
@@ -71,6 +71,14 @@ export const JOBS = {
     attempts: 3,
     backoff: { type: 'exponential', delay: 5000 },
   }),
+  /**
+   * Daily, and at every scheduler start: the day partitions of today and the next
+   * `partitions.days_ahead` days, and rows waiting in a default partition moved to their day's.
+   */
+  'partitions-maintain': scheduled('partitions_maintain_cron', {
+    attempts: 5,
+    backoff: { type: 'exponential', delay: 10_000 },
+  }),
   /** Daily: screenings (and their results) older than `screenings.retention_days`. */
   'screenings-prune': scheduled('screenings_prune_cron', {
     attempts: 3,
@@ -136,20 +144,38 @@ export const JOB_RETENTION = {
   removeOnFail: { age: 86_400, count: 1000 },
 } as const satisfies Pick<JobsOptions, 'removeOnComplete' | 'removeOnFail'>;
 
+/**
+ * Where job `name`'s BullMQ queue lives: its keys are `<prefix>:<name>:…` (`rw:bull:watchlist-chunk:wait`).
+ *
+ * On a Redis Cluster the queue's name is a hash tag (`rw:bull:{watchlist-chunk}:wait`): BullMQ's scripts
+ * touch several keys of one queue at once, which a cluster runs only when they share a slot, and one tag
+ * per queue (not one for all) spreads the queues over the masters. Only there: a single Redis keeps the
+ * keys it always had, so upgrading leaves no queued job behind under old names; a cluster is always a new,
+ * empty Redis (the old keys could not run there anyway), which the workers' Redis-loss watch refills from
+ * PostgreSQL (src/jobs/redis-loss.ts). The producers, the workers and `riskwatch doctor` all take the
+ * layout from here, from the kind of connection they hold, so they cannot disagree.
+ */
+export function queueAt(
+  connection: RedisClient,
+  keyPrefix: string,
+  name: JobName,
+): { name: string; prefix: string } {
+  return { name: connection.isCluster ? `{${name}}` : name, prefix: `${keyPrefix}bull` };
+}
+
 export class JobQueues {
   private readonly queues = new Map<JobName, Queue>();
 
   /** `readOnly`: opening the queues writes nothing (BullMQ's `meta` hash is left as it is): `riskwatch doctor`. */
   constructor(
-    connection: Redis,
+    connection: RedisClient,
     readonly prefix: string,
     { readOnly = false }: { readOnly?: boolean } = {},
   ) {
-    for (const name of JOB_NAMES)
-      this.queues.set(
-        name,
-        new Queue(name, { connection, prefix: `${prefix}bull`, skipMetasUpdate: readOnly }),
-      );
+    for (const name of JOB_NAMES) {
+      const at = queueAt(connection, prefix, name);
+      this.queues.set(name, new Queue(at.name, { connection, prefix: at.prefix, skipMetasUpdate: readOnly }));
+    }
   }
 
   queue(name: JobName): Queue {

@@ -10,6 +10,7 @@ export const schedulerSettings = z.object({
   events_prune_cron: cron,
   audit_prune_cron: cron,
   screenings_prune_cron: cron,
+  partitions_maintain_cron: cron,
 });
 
 export type SchedulerSettings = z.infer<typeof schedulerSettings>;
@@ -22,4 +23,5 @@ export const SCHEDULER_ENV_VARS: EnvVars = {
   RISKWATCH_EVENTS_PRUNE_CRON: 'scheduler.events_prune_cron',
   RISKWATCH_AUDIT_PRUNE_CRON: 'scheduler.audit_prune_cron',
   RISKWATCH_SCREENINGS_PRUNE_CRON: 'scheduler.screenings_prune_cron',
+  RISKWATCH_PARTITIONS_MAINTAIN_CRON: 'scheduler.partitions_maintain_cron',
 };

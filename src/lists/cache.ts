@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import { duplicateRedis, type RedisClient } from '../platform/redis.js';
 import type { Logger } from '../platform/logger.js';
 import { LookalikeIndex, type TrustedAddresses } from './lookalike.js';
 import { normaliseAddress } from './addresses.js';
@@ -48,7 +48,7 @@ const messageOf = (scope: ListChange) => (scope === 'sanctions' ? SANCTIONS : `$
  * Resolves once published; a failed publish is logged, never thrown (replicas catch up within the cache age).
  */
 export async function publishListChange(
-  redis: Redis,
+  redis: RedisClient,
   channel: string,
   scope: ListChange,
   logger: Logger,
@@ -76,12 +76,12 @@ const MAX_ACCOUNTS = 10_000;
 export class ListsCache {
   private sanctions: Loaded<Map<string, SanctionMatch>> | undefined;
   private readonly accounts = new Map<string, Loaded<AccountLists>>();
-  private subscriber: Redis | undefined;
+  private subscriber: RedisClient | undefined;
 
   constructor(
     private readonly lists: ListsService,
     private readonly opts: {
-      redis: Redis;
+      redis: RedisClient;
       channel: string;
       logger: Logger;
       maxAgeMs?: number;
@@ -96,7 +96,7 @@ export class ListsCache {
    */
   start(): Promise<void> {
     if (this.subscriber) return Promise.resolve(); // the `all` role starts it twice (api and worker)
-    const sub = this.opts.redis.duplicate({ enableOfflineQueue: true, maxRetriesPerRequest: null });
+    const sub = duplicateRedis(this.opts.redis, { enableOfflineQueue: true, maxRetriesPerRequest: null });
     this.subscriber = sub;
     sub.on('error', (err: Error) =>
       this.opts.logger.warn({ err: { message: err.message } }, 'redis (lists subscriber) error'),

@@ -52,7 +52,7 @@ export function registerListCommands(
     const cfg = config();
     const orm = await connect(cfg.database.url, 2);
     // Offline queue on: the import publishes its change right after a connection that may still be opening.
-    const redis = createRedis(cfg.redis.url, { enableOfflineQueue: true });
+    const redis = createRedis(cfg.redis, { enableOfflineQueue: true });
     redis.on('error', () => undefined); // a failed publish is logged by publishListChange
     const logger = createLogger(cfg.log.level, { role: 'cli' }, 'stderr'); // stdout carries the JSON result
     try {

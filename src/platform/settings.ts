@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { bool, int, type EnvVars } from './config.js';
+import { bool, csv, int, type EnvVars } from './config.js';
 
 /** The process: where it listens (API and metrics), what it accepts, how long it drains on shutdown. */
 export const serverSettings = z.object({
@@ -18,10 +18,20 @@ export const databaseSettings = z.object({
   pool_max: int(1, 200),
 });
 
-export const redisSettings = z.object({
-  url: z.string().regex(/^rediss?:\/\//, 'expected a redis:// URL'),
-  key_prefix: z.string(),
-});
+export const redisSettings = z
+  .object({
+    url: z.string().regex(/^rediss?:\/\//, 'expected a redis:// URL'),
+    /** Seed nodes of a Redis Cluster (src/platform/redis.ts); empty: `url` is one Redis. */
+    cluster_nodes: csv.pipe(
+      z.array(z.string().regex(/^([^\s:[\]]+|\[[0-9a-fA-F:.]+\]):\d{1,5}$/, 'expected host:port')),
+    ),
+    key_prefix: z.string(),
+  })
+  .refine((r) => r.cluster_nodes.length === 0 || /^rediss?:\/\/[^/]*\/?0?$/.test(r.url), {
+    // SELECT is refused by a cluster: a URL naming another database is a mistake, not a setting to ignore.
+    message: 'a Redis Cluster has only database 0: REDIS_URL must name none (or /0) with REDIS_CLUSTER_NODES',
+    path: ['url'],
+  });
 
 export const logSettings = z.object({
   level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
@@ -42,6 +52,7 @@ export const PLATFORM_ENV_VARS: EnvVars = {
   DATABASE_URL: 'database.url',
   DATABASE_POOL_MAX: 'database.pool_max',
   REDIS_URL: 'redis.url',
+  REDIS_CLUSTER_NODES: 'redis.cluster_nodes',
   REDIS_KEY_PREFIX: 'redis.key_prefix',
   LOG_LEVEL: 'log.level',
 };

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../platform/redis.js';
 import type { NetworkDef } from '../chains/registry.js';
 import type { Logger } from '../platform/logger.js';
 import type { Mode, Subject } from './chain-analysis.js';
@@ -11,7 +11,7 @@ const LOCAL_TTL_MS = 1000;
 const LOCAL_MAX = 5000;
 
 export interface AnalysisCacheDeps {
-  redis: Redis;
+  redis: RedisClient;
   /** Prefix of every key: names the engine and registry versions, so a new one never serves an old verdict. */
   keyPrefix: string;
   /** Seconds a complete analysis is kept, by its level (0: not cached). */

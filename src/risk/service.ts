@@ -17,7 +17,7 @@
  * snake_case HTTP bodies are present.ts's. No impact counting here either: the routes count what users
  * asked for, and a worker's evaluation is not one of those.
  */
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../platform/redis.js';
 import type { Registry } from 'prom-client';
 import { parseAddress } from '../chains/addresses.js';
 import type { ChainProviders } from '../chains/providers.js';
@@ -50,7 +50,7 @@ export const ENGINE_VERSION = '2.1.0';
 
 export interface RiskServiceDeps {
   providers: ChainProviders;
-  redis: Redis;
+  redis: RedisClient;
   redisKeyPrefix: string;
   lists: ListsCache;
   logger: Logger;

@@ -85,7 +85,7 @@ export function registerScreeningCommands(
       }
       const cfg = config();
       const orm = await connect(cfg.database.url, 2);
-      const bull = createBullConnection(cfg.redis.url);
+      const bull = createBullConnection(cfg.redis);
       const queues = new JobQueues(bull, cfg.redis.key_prefix);
       try {
         const account = await accountOf(orm, accountRef);

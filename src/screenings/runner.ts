@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../platform/redis.js';
 import type { Registry } from 'prom-client';
 import { RedisRateGate, type RateGate } from '../chains/limits.js';
 import type { ChainProviders } from '../chains/providers.js';
@@ -48,7 +48,7 @@ export interface ScreeningRunnerDeps {
   queues: JobQueues;
   events: EventLog;
   providers: ChainProviders;
-  redis: Redis;
+  redis: RedisClient;
   redisKeyPrefix: string;
   settings: ScreeningsSettings;
   logger: Logger;

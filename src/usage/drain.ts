@@ -1,5 +1,5 @@
 import { hostname } from 'node:os';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../platform/redis.js';
 import type { Logger } from '../platform/logger.js';
 import type { Orm } from '../db/orm.js';
 import { BATCH_FIELD, type UsageEntry } from './recorder.js';
@@ -27,7 +27,7 @@ export class UsageDrain {
   private readonly consumer = `${hostname()}-${process.pid}`;
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly orm: Orm,
     private readonly streamKey: string,
     private readonly logger: Logger,
@@ -43,7 +43,7 @@ export class UsageDrain {
   }
 
   /** Stream entries (batches of calls) waiting and the age of the oldest, for the health check. */
-  static async backlog(redis: Redis, streamKey: string): Promise<{ waiting: number; oldestWaitS: number }> {
+  static async backlog(redis: RedisClient, streamKey: string): Promise<{ waiting: number; oldestWaitS: number }> {
     const waiting = await redis.xlen(streamKey);
     if (waiting === 0) return { waiting, oldestWaitS: 0 };
     const first = (await redis.xrange(streamKey, '-', '+', 'COUNT', 1)) as StreamEntries;

@@ -2,7 +2,8 @@ import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
 
 /**
  * One developer-API call. Written in batches by the usage drain (never on the request path); the id is
- * minted by the API when the call finishes, so a batch replayed after a crash inserts nothing twice.
+ * minted by the API when the call finishes, with its time, so a batch replayed after a crash inserts
+ * nothing twice. Partitioned by UTC day on `at` (migration 20261128120000), so the key holds `at` too.
  */
 export const UsageRecordSchema = defineEntity({
   name: 'UsageRecord',
@@ -26,7 +27,8 @@ export const UsageRecordSchema = defineEntity({
     status: p.smallint(),
     latencyMs: p.integer(),
     requestId: p.string().length(200),
-    at: p.datetime(),
+    /** Part of the key: the table is partitioned by day on it (src/db/partitions.ts). */
+    at: p.datetime().primary(),
     /** The target a risk call was about (feedback acts on it); null for calls without one. */
     target: p.string().length(200).nullable(),
     chain: p.string().length(40).nullable(),

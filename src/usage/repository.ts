@@ -1,11 +1,12 @@
 import { run, runBound, time, Where, type Db, type Time } from '../db/sql.js';
+import { decodeCursor } from '../platform/cursor.js';
 import type { BucketCounts, BucketRows } from './buckets.js';
 import type { UsageEntry } from './recorder.js';
 import type { EdgeBucket, Grain, Segment, Span } from './rollups.js';
 
 /*
  * Every statement on the usage tables (usage_records and usage_rollups, see entities.ts): the drain's
- * insert, the retention prune, and the one aggregate statement that answers `GET /api/v1/usage`.
+ * insert and the one aggregate statement that answers `GET /api/v1/usage` (the retention prune: prune.ts).
  */
 
 /** One developer-API call. */
@@ -60,27 +61,9 @@ export async function insertCalls(db: Db, rows: readonly UsageEntry[]): Promise<
        from jsonb_to_recordset($1::jsonb) as r(id varchar, account_id varchar, api_key_id varchar,
             api_key_prefix varchar, method varchar, endpoint varchar, status smallint, latency_ms int,
             request_id varchar, at timestamptz, target text, chain text, network text, targets int)
-     on conflict (id) do nothing`,
+     on conflict (id, at) do nothing`,
     [JSON.stringify(rows)],
   );
-}
-
-/**
- * Deletes calls past the retention window, and their rollups, in one statement. The cut-off is the
- * start of the UTC day `retentionDays` ago, so every rollup (hour or day) is either wholly kept or
- * wholly deleted and never counts a deleted call; up to one day more than the retention is kept.
- * Returns how many calls went.
- */
-export async function pruneCalls(db: Db, retentionDays: number): Promise<number> {
-  const rows = await run<{ deleted: string }[]>(
-    db,
-    `with cutoff as (select date_trunc('day', now() - (? * interval '1 day'), 'UTC') as at),
-          rollups as (delete from usage_rollups where start < (select at from cutoff)),
-          calls as (delete from usage_records where at < (select at from cutoff) returning 1)
-     select count(*) as deleted from calls`,
-    [retentionDays],
-  );
-  return Number(rows[0]?.deleted ?? 0);
 }
 
 /** The `dims` bits of a rollup row: which of endpoint, status and key are concrete (see UsageRollup). */
@@ -289,6 +272,8 @@ export class UsageReads {
    */
   page(span: Span, cursor: string | undefined, limit: number) {
     const where = this.rawWhere(span).before(cursor, 'use', 'at', 'id');
+    // The row comparison prunes no day partition; its time alone does.
+    if (cursor) where.and('at <= ?', decodeCursor(cursor, 'use').at);
     this.add(
       'pc',
       { call: `json_build_array(${PAGE_COLUMNS})` },

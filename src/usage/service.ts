@@ -2,7 +2,8 @@ import { decodeTimeCursor, keysetPage, type Page } from '../platform/cursor.js';
 import type { Orm } from '../db/orm.js';
 import { run, time, type Time } from '../db/sql.js';
 import { countBuckets, pageEnd, type UsageBucket } from './buckets.js';
-import { pruneCalls, UsageReads, type UsageCall, type UsageFilter, type UsageSummary } from './repository.js';
+import { pruneCalls, type UsagePrune } from './prune.js';
+import { UsageReads, type UsageCall, type UsageFilter, type UsageSummary } from './repository.js';
 import { bucketPlan, decompose, type Grain, type Span } from './rollups.js';
 import type { UsageQuery } from './schemas.js';
 
@@ -42,15 +43,31 @@ export class UsageService {
    */
   query(accountId: string, q: UsageQuery): Promise<UsageHistory> {
     const range: Span = { from: q.from, to: q.to };
-    const reads = new UsageReads(accountId, filterOf(q));
-    reads.summary(decompose(range));
-    return q.group_by ? this.bucketPage(reads, q, q.group_by) : this.callPage(reads, q, range);
+    const reads = () => {
+      const r = new UsageReads(accountId, filterOf(q));
+      r.summary(decompose(range));
+      return r;
+    };
+    return q.group_by ? this.bucketPage(reads(), q, q.group_by) : this.callPage(reads, q, range);
   }
 
-  /** The summary and a page of calls, newest first from the query's cursor. */
-  private async callPage(reads: UsageReads, q: UsageQuery, range: Span): Promise<UsageHistory> {
-    reads.page(range, q.cursor, q.limit + 1);
-    const rows = await reads.execute(this.orm);
+  /**
+   * The summary and a page of calls, newest first from the query's cursor. The calls are in day partitions
+   * (src/db/partitions.ts), and a page over all of them has every partition planned (about 15 ms for 90
+   * days): the page is first read from the day before its top, where an account with any traffic has it
+   * whole, and read again over the whole range only when that day held less than a page.
+   */
+  private async callPage(reads: () => UsageReads, q: UsageQuery, range: Span): Promise<UsageHistory> {
+    const read = (span: Span) => {
+      const r = reads();
+      r.page(span, q.cursor, q.limit + 1);
+      return r.execute(this.orm);
+    };
+    const top = q.cursor ? Date.parse(decodeTimeCursor(q.cursor).at) : (range.to ?? new Date()).getTime();
+    const recent = new Date(top - RECENT_MS);
+    const windowed = !range.from || range.from < recent;
+    let rows = await read(windowed ? { from: recent, to: range.to } : range);
+    if (windowed && rows.calls().length <= q.limit) rows = await read(range);
     return {
       kind: 'calls',
       summary: rows.summary(),
@@ -87,11 +104,14 @@ export class UsageService {
     return row ? { ...row, at: time(row.at) } : null;
   }
 
-  /** Deletes calls past the retention window and their rollups (see `pruneCalls`); how many calls went. */
-  prune(retentionDays: number): Promise<number> {
-    return pruneCalls(this.orm, retentionDays);
+  /** Removes calls past the retention window and their rollups (see `pruneCalls`). */
+  prune(retentionDays: number, now = new Date()): Promise<UsagePrune> {
+    return pruneCalls(this.orm, retentionDays, now);
   }
 }
+
+/** How far back from its top a page of calls is looked for first (see `callPage`). */
+const RECENT_MS = 86_400_000;
 
 /** The query's filter. An empty `endpoint=` or `api_key_id=` filters nothing, as it always has. */
 const filterOf = (q: UsageQuery): UsageFilter => ({

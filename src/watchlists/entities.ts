@@ -52,6 +52,8 @@ export const WatchlistEntrySchema = defineEntity({
   indexes: [
     // chunks of a tick, and the entries list, in id order
     { properties: ['watchlistId', 'id'] },
+    // a tick's fan-out: the list's networks, and each network's entry ids in id order
+    { properties: ['watchlistId', 'network', 'id'] },
     { properties: ['watchlistId', 'riskLevel', 'id'] },
     { properties: ['watchlistId', 'changedAt'] },
     { properties: ['watchlistId', 'lastCheckedAt'] },
@@ -89,6 +91,20 @@ export const WatchlistEntrySchema = defineEntity({
   },
 });
 export type WatchlistEntry = InferEntity<typeof WatchlistEntrySchema>;
+
+/**
+ * Each account's entries on all its watchlists together: what `watchlists.max_entries_per_account` is
+ * checked against. Kept by statement triggers on watchlist_entries (Migration20261128130000), in the
+ * transaction of every insert and delete, whichever code writes; never written by the service.
+ */
+export const WatchlistEntryCountSchema = defineEntity({
+  name: 'WatchlistEntryCount',
+  tableName: 'watchlist_entry_counts',
+  properties: {
+    accountId: p.string().length(40).primary(),
+    entries: p.bigint('number'),
+  },
+});
 
 /** A state of an entry, written only when it differs from the one before. */
 export const WatchlistSnapshotSchema = defineEntity({

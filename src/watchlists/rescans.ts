@@ -122,6 +122,23 @@ export class RescansService {
     return { ...view, status: view.checked > 0 || (await this.jobStarted(rescanId)) ? 'running' : 'queued' };
   }
 
+  /**
+   * Enqueues once more the tick job of every list's unfinished rescan (its id is the rescan's, so one
+   * still queued is not doubled): after Redis lost its jobs (src/jobs/redis-loss.ts). The tick fans the
+   * whole list out again; entries already re-analysed since the rescan was asked for are analysed again
+   * (the cost of a lost Redis, not of a wrong answer). How many rescans were enqueued.
+   */
+  async requeueUnfinished(): Promise<number> {
+    const rescans = await this.repo.rescans.unfinished();
+    for (const r of rescans)
+      await this.queues.enqueue(
+        'watchlist-tick',
+        { watchlist_id: r.watchlist_id, scan_id: r.id, mode: 'rescan' },
+        r.id,
+      );
+    return rescans.length;
+  }
+
   /** Whether the rescan's tick job is still to run or running (Redis unreachable: assumed so). */
   private async jobPending(jobId: string): Promise<boolean> {
     try {

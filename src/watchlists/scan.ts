@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../platform/redis.js';
 import type { ChainProviders } from '../chains/providers.js';
 import type { NetworkDef } from '../chains/registry.js';
 import type { AfterCommit, EventLog, NewEvent } from '../events/log.js';
@@ -59,7 +59,7 @@ const SCAN_PROGRESS_TTL_S = 86_400;
 export interface WatchlistScannerDeps {
   /** Watchlists' tables (the scans' SQL: `repo.scans`). */
   repo: WatchlistRepository;
-  redis: Redis;
+  redis: RedisClient;
   redisKeyPrefix: string;
   providers: ChainProviders;
   risk: RiskService;
@@ -307,13 +307,23 @@ export class WatchlistScanner {
     return `${this.deps.redisKeyPrefix}watch:scan:${scanId}`;
   }
 
-  /** Counts the chunk done; the one that completes the scan observes its duration. */
+  /**
+   * Counts the chunk done; the one that completes the scan observes its duration. The count, its TTL and
+   * the read are one MULTI: after Redis lost the hash (flushed, restarted empty) the count makes it again,
+   * and it must not come back without a TTL (it would stay for good).
+   */
   private async chunkDone(job: JobPayload<'watchlist-chunk'>): Promise<void> {
     try {
       const key = this.progressKey(job.scan_id);
-      const done = await this.deps.redis.hincrby(key, 'done', 1);
-      const [chunks, startedAt] = await this.deps.redis.hmget(key, 'chunks', 'started_at');
-      if (chunks && startedAt && done === Number(chunks))
+      const replies = await this.deps.redis
+        .multi()
+        .hincrby(key, 'done', 1)
+        .expire(key, SCAN_PROGRESS_TTL_S)
+        .hmget(key, 'chunks', 'started_at')
+        .exec();
+      const done = replies?.[0]?.[1] as number | undefined;
+      const [chunks, startedAt] = (replies?.[2]?.[1] ?? []) as (string | null)[];
+      if (done !== undefined && chunks && startedAt && done === Number(chunks))
         this.metrics?.tickDuration.observe({ mode: job.mode }, (Date.now() - Number(startedAt)) / 1000);
     } catch {
       // progress is for the metric only: a Redis hiccup here must not fail a written chunk

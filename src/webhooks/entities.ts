@@ -70,7 +70,7 @@ export const WebhookDeliverySchema = defineEntity({
 });
 export type WebhookDelivery = InferEntity<typeof WebhookDeliverySchema>;
 
-/** Each attempt of a delivery: the delivery log. */
+/** Each attempt of a delivery: the delivery log (day partitions, migration 20261128120000). */
 export const WebhookAttemptSchema = defineEntity({
   name: 'WebhookAttempt',
   tableName: 'webhook_attempts',
@@ -80,7 +80,8 @@ export const WebhookAttemptSchema = defineEntity({
     accountId: p.string().length(40),
     deliveryId: p.string().length(40),
     endpointId: p.string().length(40),
-    attemptedAt: p.datetime(),
+    /** Part of the key: the table is partitioned by day on it (src/db/partitions.ts). */
+    attemptedAt: p.datetime().primary(),
     /** HTTP status, or null when no answer came (timeout, refused, blocked). */
     statusCode: p.integer().nullable(),
     latencyMs: p.integer(),

@@ -2,7 +2,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { EventSubscriber, StoredEvent } from '../events/log.js';
 import type { JobQueues } from '../jobs/queues.js';
 import type { DeliveryRows } from './repository/deliveries.js';
-import type { WebhooksSettings } from './settings.js';
+import { retryWindowMs, type WebhooksSettings } from './settings.js';
 
 /*
  * Webhooks as a subscriber of the event log (src/events/log.ts), registered at composition: every appended
@@ -39,7 +39,8 @@ export class WebhookFanOut implements EventSubscriber {
   }
 
   /**
-   * Drops attempts and finished deliveries older than `before`. A delivery pending inside its retry window
+   * Drops finished deliveries older than `before`, and such attempts outside day partitions (the days
+   * themselves go whole: `dropPartitions`). A delivery pending inside its retry window
    * (the window after its last attempt, or its creation if none: a delivery held behind an older failing one
    * is attempted once that one ends) keeps its event; one pending past its window (its endpoint was
    * disabled, or re-enabled long after) is closed as `expired` and its event dropped. A delivery closed here
@@ -49,16 +50,13 @@ export class WebhookFanOut implements EventSubscriber {
     const windowStart = new Date(now.getTime() - retryWindowMs(this.settings));
     return { expired: await this.deliveries.prune(em, before, windowStart) };
   }
-}
 
-/**
- * How long a pending delivery may wait for its next attempt, at most: every wait of the schedule at its
- * longest (with jitter, or a receiver's capped Retry-After, whichever is longer), added up. Retention keeps
- * an event while a delivery of it is pending and was attempted (or created) within this.
- */
-function retryWindowMs(
-  s: Pick<WebhooksSettings, 'retry_schedule_s' | 'retry_jitter_pct' | 'retry_after_max_s'>,
-): number {
-  const longest = (wait: number) => Math.max(wait * (1 + s.retry_jitter_pct / 100), s.retry_after_max_s);
-  return s.retry_schedule_s.reduce((sum, wait) => sum + longest(wait), 0) * 1000;
+  /**
+   * After the prune's transaction: drops each day of attempts older than both `before` (the retention)
+   * and the retry window, unless one of its attempts is of a delivery still pending.
+   */
+  dropPartitions(before: Date, now: Date): Promise<string[]> {
+    const windowStart = now.getTime() - retryWindowMs(this.settings);
+    return this.deliveries.dropAttemptDays(new Date(Math.min(before.getTime(), windowStart)));
+  }
 }

@@ -16,7 +16,7 @@ const checkKey = (key: string, ctx: z.RefinementCtx, path: PropertyKey[] = []) =
  * Webhook delivery: the retry schedule, the receiver limits, the SSRF allow list, the event retention, and
  * the keys the signing secrets are sealed under.
  */
-export const webhooksSettings = z.object({
+const webhooksFields = z.object({
   /**
    * Seconds to wait before each retry after a failed attempt (the first attempt is at once). The default,
    * 5 s · 5 min · 30 min · 2 h · 5 h · 10 h · 10 h · 10 h, is 9 attempts over about 37.5 hours.
@@ -62,7 +62,36 @@ export const webhooksSettings = z.object({
   secrets_previous_keys: csv.superRefine((keys, ctx) => keys.forEach((key, i) => checkKey(key, ctx, [i]))),
 });
 
-export type WebhooksSettings = z.infer<typeof webhooksSettings>;
+/**
+ * Retention drops a day of webhook attempts only once it is past the retry window too (src/db/partitions.ts):
+ * a retention shorter than the window would say one thing and do another, so it is refused at start-up.
+ */
+export const webhooksSettings = webhooksFields.superRefine((s, ctx) => {
+  const windowDays = retryWindowMs(s) / 86_400_000;
+  if (s.event_retention_days < windowDays)
+    ctx.addIssue({
+      code: 'custom',
+      path: ['event_retention_days'],
+      message:
+        `${s.event_retention_days} days is shorter than the webhook retry window (${windowDays.toFixed(1)} days: ` +
+        'the retry schedule at its longest, with jitter or the capped Retry-After): raise it, or shorten ' +
+        'RISKWATCH_WEBHOOK_RETRY_SCHEDULE_S',
+    });
+});
+
+export type WebhooksSettings = z.infer<typeof webhooksFields>;
+
+/**
+ * How long a pending delivery may wait for its next attempt, at most: every wait of the schedule at its
+ * longest (with jitter, or a receiver's capped Retry-After, whichever is longer), added up. Retention keeps
+ * an event while a delivery of it is pending and was attempted (or created) within this.
+ */
+export function retryWindowMs(
+  s: Pick<WebhooksSettings, 'retry_schedule_s' | 'retry_jitter_pct' | 'retry_after_max_s'>,
+): number {
+  const longest = (wait: number) => Math.max(wait * (1 + s.retry_jitter_pct / 100), s.retry_after_max_s);
+  return s.retry_schedule_s.reduce((sum, wait) => sum + longest(wait), 0) * 1000;
+}
 
 export const WEBHOOKS_ENV_VARS: EnvVars = {
   RISKWATCH_WEBHOOK_RETRY_SCHEDULE_S: 'webhooks.retry_schedule_s',

@@ -109,7 +109,7 @@ import {
   type TestEnv,
 } from '../support/service.js';
 import { measureColdScans, type ColdScanReport } from './cold-scan.js';
-import { runWatchlistsBench, type WatchlistsReport } from './watchlists.js';
+import { runWatchlistsBench, watchlistsBudgetS, type WatchlistsReport } from './watchlists.js';
 import { benchWebhooks } from './webhooks.js';
 import { benchPayloads } from './payload-preflight.js';
 import { benchEvmTokens } from './evm-tokens.js';
@@ -169,8 +169,8 @@ const WATCHLISTS = 'watchlists';
 const RUN_WATCHLISTS = !ONLY?.length || ONLY.includes(WATCHLISTS);
 /** BENCH_ONLY=watchlists alone: no baseline, no HTTP targets, no fixture world. */
 const ONLY_WATCHLISTS = !!ONLY?.length && ONLY.every((name) => name === WATCHLISTS);
-/** What the watchlists scenario may take (its three ticks at 50 calls/s and the bulk adds), s. */
-const WATCHLISTS_BUDGET_S = 1800;
+/** What the watchlists scenario may take (its three ticks at the provider limit and the bulk adds), s. */
+const WATCHLISTS_BUDGET_S = watchlistsBudgetS();
 
 /** Runs it with this file's clean-up and child-process safety net; its failures join `failures`. */
 async function runWatchlists(failures: string[]): Promise<WatchlistsReport> {

@@ -4,7 +4,9 @@
  *
  * Seeding, by SQL (one `insert … select` over generate_series, the account's 3 keys, 6 endpoints, statuses
  * 200/400/401/429/503 with 429 at 2%, log-normal latencies around 35 ms, calls evenly spread over the 90
- * days up to now): the secondary indexes of usage_records are dropped first and built after, and the
+ * days up to now) into one partition per UTC day (the steady state of src/db/partitions.ts after 90 days;
+ * the empty historical partition of a fresh database dropped): the secondary indexes of usage_records are
+ * dropped first and built after, and the
  * rollup trigger is off for the session (`session_replication_role = replica`); the rollups are then built
  * with the migration's own backfill statement (`usageRollupSql`) over the account's calls, then VACUUM
  * ANALYZE. Each phase is timed, and the table and index sizes printed. A few answers are checked against a
@@ -13,6 +15,9 @@
  * Load: wrk (test/bench/wrk.ts), one thread, BENCH_USAGE_CONNECTIONS (10) connections for BENCH_USAGE_S
  * (8) seconds per query shape, against an `api` process alone (the calls it records wait in the Redis
  * stream: no drain competes for the cores). Goal: p99 ≤ 25 ms for every shape (printed MISS, not thrown).
+ *
+ * Then the prune of one day, timed: the oldest day's partition dropped by UsageService.prune (what the
+ * `usage-prune` job does), and the next day deleted by the statement the prune ran before the partitions.
  *
  * Drain cost (`benchUsageDrain`): in a database of its own, UsageDrain.drainOnce over 50 stream entries of
  * 200 calls, BENCH_USAGE_DRAIN_ROUNDS (10) times, with usage_records as it was before the rollups (one
@@ -31,11 +36,13 @@ import { Redis } from 'ioredis';
 import pg from 'pg';
 import { usageRollupSql } from '../../src/db/migrations/Migration20261124034559.js';
 import { connectDatabase as connectOrm } from '../../src/database.js';
+import { createDayPartition, startOfUtcDay, USAGE_RECORDS } from '../../src/db/partitions.js';
 import { newId } from '../../src/platform/ids.js';
 import { createLogger } from '../../src/platform/logger.js';
 import { UsageDrain } from '../../src/usage/drain.js';
 import { BATCH_FIELD, type UsageEntry } from '../../src/usage/recorder.js';
 import type { UsageBody } from '../../src/usage/schemas.js';
+import { UsageService } from '../../src/usage/service.js';
 import { createCustomer } from '../support/customers.js';
 import { REDIS_URL } from '../support/env.js';
 import { prepareEnv, startService } from '../support/service.js';
@@ -64,6 +71,8 @@ export interface UsageHistoryBenchResult {
   sizes: Record<string, string>;
   rollup_rows: number;
   shapes: UsageShapeResult[];
+  /** The prune of one day: DROP of its partition, and the former DELETE on the next day's. */
+  prune: { drop_s: number; dropped_rows: number; delete_s: number; deleted_rows: number };
 }
 
 const ENDPOINTS = [
@@ -82,16 +91,19 @@ const SECONDARY_INDEXES: Record<string, string> = {
 };
 const P99_GOAL_MS = 25;
 
+const DAY_MS = 86_400_000;
 const seconds = (since: number) => Math.round((performance.now() - since) / 100) / 10;
 
 /** Seeds `rows` calls of the account (keys: 60% / 30% / 10%) and builds their rollups; times each phase. */
 async function seed(
   db: pg.Client,
+  databaseUrl: string,
   accountId: string,
   keys: { id: string; prefix: string }[],
   rows: number,
   log: (line?: string) => void,
 ) {
+  await layOutDays(db, databaseUrl, rows, log);
   await db.query(`set session_replication_role = replica`);
   await db.query(`set maintenance_work_mem = '1GB'`);
   await db.query(`set work_mem = '256MB'`);
@@ -141,15 +153,85 @@ async function seed(
   return { insert, indexes, rollups, vacuum };
 }
 
+/**
+ * The history as it lies after 90 days of day partitions (src/db/partitions.ts): the historical partition
+ * (empty in a fresh database) dropped, one partition per UTC day the seed covers, made as the
+ * `partitions-maintain` job makes them.
+ */
+async function layOutDays(db: pg.Client, databaseUrl: string, rows: number, log: (line?: string) => void) {
+  await db.query('alter table usage_records detach partition usage_records_historical');
+  await db.query('drop table usage_records_historical');
+  const orm = await connectOrm(databaseUrl);
+  try {
+    const t = performance.now();
+    const first = startOfUtcDay(Date.now() - 90 * DAY_MS - 60_000);
+    let made = 0;
+    for (let day = first; day <= startOfUtcDay(Date.now()) + DAY_MS; day += DAY_MS)
+      if (await createDayPartition(orm, USAGE_RECORDS, day)) made++;
+    log(`  ${made} day partitions for ${rows.toLocaleString('en-US')} calls: ${seconds(t)} s`);
+  } finally {
+    await orm.close();
+  }
+}
+
+/** Each usage table with its indexes (a partitioned table: all its partitions). */
 async function sizes(db: pg.Client) {
   const { rows } = await db.query<{ name: string; size: string }>(
-    `select c.relname as name, pg_size_pretty(pg_total_relation_size(c.oid)) as size
-       from pg_class c join pg_namespace n on n.oid = c.relnamespace
-      where n.nspname = 'public' and (c.relname like 'usage_r%')
-        and c.relkind in ('r', 'i')
-      order by pg_total_relation_size(c.oid) desc`,
+    `select name, pg_size_pretty(bytes) as size from (
+       select 'usage_records' as name, sum(pg_total_relation_size(relid)) as bytes
+         from pg_partition_tree('usage_records')
+       union all select 'usage_rollups', pg_total_relation_size('usage_rollups')) t
+      order by bytes desc`,
   );
   return Object.fromEntries(rows.map((r) => [r.name, r.size]));
+}
+
+/**
+ * The usage prune of one day of the history, as the job runs it (UsageService.prune with the retention
+ * that makes the oldest day due): the day's partition detached and dropped with its rollups. Then, for
+ * comparison, the next day pruned by the DELETE the prune used before the partitions (rows and rollups
+ * before the cut-off), on that day's partition.
+ */
+async function pruneOneDay(db: pg.Client, databaseUrl: string, log: (line?: string) => void) {
+  const oldest = startOfUtcDay(
+    new Date((await db.query<{ at: Date }>('select min(at) as at from usage_records')).rows[0]!.at),
+  );
+  const inDay = async (day: number) =>
+    Number(
+      (
+        await db.query<{ n: string }>('select count(*) as n from usage_records where at >= $1 and at < $2', [
+          new Date(day),
+          new Date(day + DAY_MS),
+        ])
+      ).rows[0]!.n,
+    );
+  const orm = await connectOrm(databaseUrl);
+  try {
+    const rows = await inDay(oldest);
+    // Retention in days such that the cut-off is the end of the oldest day.
+    const retention = Math.round((startOfUtcDay(Date.now()) - (oldest + DAY_MS)) / DAY_MS);
+    let t = performance.now();
+    const pruned = await new UsageService(orm).prune(retention);
+    const dropS = (performance.now() - t) / 1000;
+    const next = oldest + DAY_MS;
+    const deleteRows = await inDay(next);
+    t = performance.now();
+    await db.query(
+      `with rollups as (delete from usage_rollups where start < $1),
+            calls as (delete from usage_records where at < $1 returning 1)
+       select count(*) from calls`,
+      [new Date(next + DAY_MS)],
+    );
+    const deleteS = (performance.now() - t) / 1000;
+    log(
+      `  prune of one day: DROP of ${pruned.dropped.join(', ')} (${rows.toLocaleString('en-US')} calls) ` +
+        `${dropS.toFixed(3)} s; DELETE of the next day (${deleteRows.toLocaleString('en-US')} calls, ` +
+        `its partition) ${deleteS.toFixed(3)} s`,
+    );
+    return { drop_s: dropS, dropped_rows: rows, delete_s: deleteS, deleted_rows: deleteRows };
+  } finally {
+    await orm.close();
+  }
 }
 
 /** `GET /api/v1/usage` under load for each query shape, over a seeded history. */
@@ -167,7 +249,7 @@ export async function benchUsageHistory(opts: UsageHistoryBenchOptions): Promise
   const db = new pg.Client({ connectionString: opts.env.DATABASE_URL });
   await db.connect();
   try {
-    const seedS = await seed(db, customer.accountId, keys, rows, log);
+    const seedS = await seed(db, opts.env.DATABASE_URL!, customer.accountId, keys, rows, log);
     const tableSizes = await sizes(db);
     const rollupRows = Number(
       (
@@ -256,7 +338,8 @@ export async function benchUsageHistory(opts: UsageHistoryBenchOptions): Promise
           r.p99Ms <= P99_GOAL_MS && r.non2xx + r.errors + r.timeouts === 0 ? 'ok' : 'MISS'
         } |`,
       );
-    return { rows, seed_s: seedS, sizes: tableSizes, rollup_rows: rollupRows, shapes: results };
+    const prune = await pruneOneDay(db, opts.env.DATABASE_URL!, log);
+    return { rows, seed_s: seedS, sizes: tableSizes, rollup_rows: rollupRows, shapes: results, prune };
   } finally {
     await db.end();
   }

@@ -33,11 +33,18 @@
  * after BENCH_WATCH_BULK_CAP_S (what it stored by then is reported as CAPPED) and prints "SKIP (not built
  * yet)" when the route answers 404 or the command is unknown.
  *
- * Knobs: BENCH_WATCH_ENTRIES (100000), BENCH_WATCH_LATENCY_MS (50), BENCH_WATCH_RATE_PER_S (50),
- * BENCH_WATCH_SCAN_CONCURRENCY (the service's default), BENCH_WATCH_WORKER_MEMORY_MB (512: the worker's
- * memory cgroup; 0 = none), BENCH_WATCH_WORKER_NODE_OPTIONS (the worker's NODE_OPTIONS; default
- * "--max-old-space-size-percentage=75", the chart's), BENCH_WATCH_ANALYZE (1; 0 = no ANALYZE after the set-up),
- * BENCH_WATCH_BULK (1; 0 = no API/CSV paths), BENCH_WATCH_BULK_CAP_S (180; 0 = no cap).
+ * After the ticks, PostgreSQL's size of watchlist_entries (heap, each index), watchlist_snapshots and
+ * watchlist_alerts, and the same scaled to a million entries.
+ *
+ * Knobs: BENCH_WATCH_ENTRIES (100000; up to 1000000), BENCH_WATCH_WORKERS (1: worker processes, each in a
+ * memory cgroup of its own, sharing the provider limit and the queue as replicas do), BENCH_WATCH_LATENCY_MS
+ * (50), BENCH_WATCH_RATE_PER_S (50), BENCH_WATCH_SCAN_CONCURRENCY (the service's default, per worker),
+ * BENCH_WATCH_WORKER_MEMORY_MB (512: each worker's memory cgroup; 0 = none), BENCH_WATCH_WORKER_NODE_OPTIONS
+ * (the workers' NODE_OPTIONS; default "--max-old-space-size-percentage=75", the chart's),
+ * BENCH_WATCH_CHANGED_EVERY (one entry in every N changes before the changed tick; default N/1,000, at
+ * least 100: 1,000 changed entries), BENCH_WATCH_ANALYZE (1; 0 = no ANALYZE after the set-up),
+ * BENCH_WATCH_BULK (1; 0 = no API/CSV paths), BENCH_WATCH_BULK_CAP_S (180; 0 = no cap). At 1,000,000
+ * entries: `BENCH_ONLY=watchlists BENCH_WATCH_ENTRIES=1000000 BENCH_WATCH_WORKERS=4`.
  *
  * Goals missed print MISS (the run still succeeds); wrong counts (a snapshot or alert too many or too few),
  * a phase that does not finish, or a failed bulk call are failures.
@@ -109,6 +116,7 @@ export interface WatchPhase {
     /** Changed phase: risk levels of the analysed entries. */
     levels?: Record<string, number>;
   };
+  /** Over every worker process: counts summed, memory the highest of one process. */
   worker: {
     chunks: number;
     chunk_mean_ms: number;
@@ -130,6 +138,37 @@ export interface WatchPhase {
     heap_total_peak_mb: number;
     external_peak_mb: number;
   };
+  /** Each worker process on its own. */
+  workers: WorkerPhase[];
+}
+
+/** One worker process during a phase. */
+export interface WorkerPhase {
+  pid: number | undefined;
+  chunks: number;
+  cpu_s: number | undefined;
+  rss_peak_sampled_mb: number | undefined;
+  vm_hwm_mb: number | undefined;
+}
+
+/** PostgreSQL's size of the watchlist tables after the ticks (before the bulk paths), MB. */
+export interface WatchStorage {
+  /** Entries on the big list (the table holds no other yet). */
+  entries: number;
+  entries_heap_mb: number;
+  /** Every index of watchlist_entries, by name. */
+  entries_indexes_mb: Record<string, number>;
+  /** pg_total_relation_size: heap, TOAST, indexes. */
+  entries_total_mb: number;
+  snapshots_rows: number;
+  snapshots_total_mb: number;
+  alerts_rows: number;
+  alerts_total_mb: number;
+  /** Live and dead row versions of watchlist_entries (every tick updates every entry). */
+  entries_live_tuples: number;
+  entries_dead_tuples: number;
+  /** The totals scaled to 1,000,000 entries, MB. */
+  per_million: { entries_mb: number; snapshots_mb: number; alerts_mb: number; total_mb: number };
 }
 
 export interface BulkTiming {
@@ -159,6 +198,8 @@ export interface WatchlistsReport {
     worker_node_options: string;
     analyze: boolean;
     bulk_cap_s: number;
+    workers: number;
+    changed_every: number;
     changed: number;
     balance_change_pct: number;
   };
@@ -166,11 +207,12 @@ export interface WatchlistsReport {
     accounts_s: number;
     entries_sql_s: number;
     worker_start_s: number;
-    /** The worker's VmRSS once it answers its metrics port, before any job, MB. */
+    /** The worker's VmRSS once it answers its metrics port, before any job, MB (the first worker's). */
     worker_idle_rss_mb: number | undefined;
     transfers_s?: number;
   };
   phases: WatchPhase[];
+  storage?: WatchStorage;
   bulk: BulkTiming[];
   goals: {
     max_calls: number;
@@ -182,7 +224,12 @@ export interface WatchlistsReport {
     verdict: 'OK' | 'MISS' | 'ERROR';
     missed: string[];
   };
-  worker_end: { vm_hwm_mb: number | undefined; vm_rss_mb: number | undefined };
+  /** The highest of the workers (the RSS goal is per process), and each worker's. */
+  worker_end: {
+    vm_hwm_mb: number | undefined;
+    vm_rss_mb: number | undefined;
+    workers: { pid: number | undefined; vm_hwm_mb: number | undefined; vm_rss_mb: number | undefined }[];
+  };
   failures: string[];
 }
 
@@ -208,6 +255,17 @@ const SETTINGS = {
     ? intEnv('BENCH_WATCH_SCAN_CONCURRENCY', 8, 1, 256)
     : undefined,
   balanceChangePct: 1,
+  /**
+   * Worker processes (each `riskwatch worker` in its own memory cgroup, as replicas of the chart's
+   * worker): they share the provider limit through Redis and take the chunk jobs from one queue.
+   */
+  workers: intEnv('BENCH_WATCH_WORKERS', 1, 1, 8),
+  /**
+   * One entry in every this many (id order) gets a transfer before the changed tick: by default 1,000
+   * entries whatever the list's size (one per chunk at 100,000, one per ten chunks at 1,000,000), so
+   * the changed tick's analyses (5 calls each) stay 5,000 calls and its state reads grow with the list.
+   */
+  changedEvery: intEnv('BENCH_WATCH_CHANGED_EVERY', 0, 0, 1_000_000),
   /** 0: leave the API and CSV paths out. */
   bulk: intEnv('BENCH_WATCH_BULK', 1, 0, 1) === 1,
   /** Each bulk path stops after this long (0 = no limit); what it stored by then is reported. */
@@ -227,6 +285,21 @@ const SETTINGS = {
   workerNodeOptions:
     process.env.BENCH_WATCH_WORKER_NODE_OPTIONS ?? `--max-old-space-size-percentage=${WORKER_HEAP_PERCENT}`,
 };
+
+/** One entry in every `changedEvery` (id order) changes before the changed tick. */
+const changedEvery = (n: number) => SETTINGS.changedEvery || Math.max(100, Math.round(n / 1000));
+
+/**
+ * What the scenario may take, s (run.ts's watchdog): its three ticks at the provider limit (the state
+ * reads of two and a half ticks, the changed tick's analyses), the set-up, and the two capped bulk paths.
+ */
+export function watchlistsBudgetS(): number {
+  const n = SETTINGS.entries;
+  const calls = (2.5 * n) / CHUNK + 6 * (n / changedEvery(n));
+  return Math.round(
+    600 + (2 * calls) / SETTINGS.ratePerS + n / 2000 + (SETTINGS.bulk ? 2 * SETTINGS.bulkCapS + 120 : 0),
+  );
+}
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 export const seconds = (ms: number) => Math.round(ms) / 1000;
@@ -265,9 +338,26 @@ interface Sample {
   value: number;
 }
 
+/**
+ * The samples of a Prometheus endpoint. A busy process (a worker on a loaded 2-core machine) may reset or
+ * refuse a scrape now and then: three attempts, a second apart, before the error (with its cause).
+ */
 export async function scrape(url: string): Promise<Sample[]> {
-  const res = await fetch(url, { signal: AbortSignal.timeout(10_000) });
-  const text = await res.text();
+  let text: string | undefined;
+  for (let attempt = 1; text === undefined; attempt++) {
+    try {
+      const res = await fetch(url, { signal: AbortSignal.timeout(10_000) });
+      text = await res.text();
+    } catch (err) {
+      if (attempt >= 3) {
+        const cause = (err as Error & { cause?: Error }).cause;
+        throw new Error(`scraping ${url}: ${(err as Error).message}${cause ? ` (${cause.message})` : ''}`, {
+          cause: err,
+        });
+      }
+      await new Promise((r) => setTimeout(r, 1000));
+    }
+  }
   const out: Sample[] = [];
   for (const line of text.split('\n')) {
     const m = /^([a-zA-Z_:][\w:]*)(?:\{(.*)\})?\s+(\S+)/.exec(line);
@@ -371,7 +461,8 @@ export async function runWatchlistsBench(o: WatchlistsBenchOptions): Promise<Wat
   const { log } = o;
   const n = SETTINGS.entries;
   const chunks = Math.ceil(n / CHUNK);
-  const changedCount = Math.ceil(n / 100);
+  const every = changedEvery(n);
+  const changedCount = Math.ceil((n - Math.floor(every / 2)) / every);
   const failures: string[] = [];
   const report: WatchlistsReport = {
     settings: {
@@ -383,6 +474,8 @@ export async function runWatchlistsBench(o: WatchlistsBenchOptions): Promise<Wat
       worker_node_options: SETTINGS.workerNodeOptions,
       analyze: SETTINGS.analyze,
       bulk_cap_s: SETTINGS.bulkCapS,
+      workers: SETTINGS.workers,
+      changed_every: every,
       changed: changedCount,
       balance_change_pct: SETTINGS.balanceChangePct,
     },
@@ -401,12 +494,13 @@ export async function runWatchlistsBench(o: WatchlistsBenchOptions): Promise<Wat
       verdict: 'ERROR',
       missed: [],
     },
-    worker_end: { vm_hwm_mb: undefined, vm_rss_mb: undefined },
+    worker_end: { vm_hwm_mb: undefined, vm_rss_mb: undefined, workers: [] },
     failures,
   };
   log(
     `watchlists: ${n.toLocaleString('en-US')} Solana entries, facade latency ${SETTINGS.latencyMs} ms, ` +
-      `provider limit ${SETTINGS.ratePerS} calls/s, scan concurrency ${report.settings.scan_concurrency}`,
+      `provider limit ${SETTINGS.ratePerS} calls/s, scan concurrency ${report.settings.scan_concurrency}, ` +
+      `${SETTINGS.workers} worker process${SETTINGS.workers === 1 ? '' : 'es'}`,
   );
 
   // The chain: a bare LiteSVM chain, every watched address a funded system account.
@@ -433,6 +527,8 @@ export async function runWatchlistsBench(o: WatchlistsBenchOptions): Promise<Wat
   const { env, accountId, apiKey, db, queues } = await benchDeployment(o, 'watchlists', 'bench-watch', {
     RISKWATCH_RPC_SOLANA_MAINNET: facade.url,
     RISKWATCH_RPC_RATE_PER_S: String(SETTINGS.ratePerS),
+    // The big list and the two bulk paths' lists are all this account's.
+    RISKWATCH_MAX_WATCHLIST_ENTRIES_PER_ACCOUNT: String(Math.max(1_000_000, 3 * n)),
     ...(SETTINGS.scanConcurrency
       ? { RISKWATCH_WATCHLIST_SCAN_CONCURRENCY: String(SETTINGS.scanConcurrency) }
       : {}),
@@ -440,17 +536,25 @@ export async function runWatchlistsBench(o: WatchlistsBenchOptions): Promise<Wat
   const workerEnv: Record<string, string> = SETTINGS.workerNodeOptions
     ? { ...env, NODE_OPTIONS: SETTINGS.workerNodeOptions }
     : { ...env };
-  if (SETTINGS.workerMemoryMb) {
-    const cg = memoryCgroup(`riskwatch-bench-worker-${process.pid}`, SETTINGS.workerMemoryMb);
-    if ('why' in cg) log(`watchlists: the worker runs without a memory limit: ${cg.why}`);
-    else {
-      workerEnv.RISKWATCH_TEST_CGROUP = cg.dir;
-      o.defer(() => Promise.resolve(cg.remove()));
-      log(
-        `watchlists: the worker runs in a ${SETTINGS.workerMemoryMb} MiB memory cgroup (${cg.dir}), ` +
-          `NODE_OPTIONS ${SETTINGS.workerNodeOptions || '(none)'}`,
-      );
+  /** Each worker's environment: a memory cgroup of its own, as each replica has its container's limit. */
+  const workerEnvs: Record<string, string>[] = [];
+  for (let w = 0; w < SETTINGS.workers; w++) {
+    if (!SETTINGS.workerMemoryMb) {
+      workerEnvs.push(workerEnv);
+      continue;
     }
+    const cg = memoryCgroup(`riskwatch-bench-worker-${process.pid}-${w}`, SETTINGS.workerMemoryMb);
+    if ('why' in cg) {
+      log(`watchlists: worker ${w} runs without a memory limit: ${cg.why}`);
+      workerEnvs.push(workerEnv);
+      continue;
+    }
+    workerEnvs.push({ ...workerEnv, RISKWATCH_TEST_CGROUP: cg.dir });
+    o.defer(() => Promise.resolve(cg.remove()));
+    log(
+      `watchlists: worker ${w} runs in a ${SETTINGS.workerMemoryMb} MiB memory cgroup (${cg.dir}), ` +
+        `NODE_OPTIONS ${SETTINGS.workerNodeOptions || '(none)'}`,
+    );
   }
 
   const createList = async (name: string, thresholds: Record<string, number>) => {
@@ -471,7 +575,9 @@ export async function runWatchlistsBench(o: WatchlistsBenchOptions): Promise<Wat
       ).rows[0]!.n,
     );
 
-  const listId = await createList('bench 100k', { balance_change_pct: SETTINGS.balanceChangePct });
+  const listId = await createList(`bench ${n.toLocaleString('en-US')}`, {
+    balance_change_pct: SETTINGS.balanceChangePct,
+  });
   started = performance.now();
   for (let i = 0; i < n; i += SQL_BATCH) {
     const targets = addresses.slice(i, i + SQL_BATCH);
@@ -488,29 +594,36 @@ export async function runWatchlistsBench(o: WatchlistsBenchOptions): Promise<Wat
   if (SETTINGS.analyze) await db.query('analyze watchlist_entries');
   log(`watchlists: ${n.toLocaleString('en-US')} entries inserted by SQL in ${report.setup.entries_sql_s} s`);
 
-  // The worker.
+  // The workers (one at a time: each takes seconds of CPU to start).
   started = performance.now();
-  const worker: RunningService = await startService(workerEnv, 'worker');
-  o.track(worker.process);
-  o.defer(async () => {
-    const code = await Promise.race([worker.stop(), sleep(15_000).then(() => 'timeout')]);
-    if (code === 'timeout') worker.process.kill('SIGKILL');
-    log(`cleanup: watchlists worker exit ${String(code)}`);
-  });
-  const pid = worker.process.pid;
+  const workers: RunningService[] = [];
+  for (const wEnv of workerEnvs) {
+    const worker = await startService(wEnv, 'worker');
+    workers.push(worker);
+    o.track(worker.process);
+    o.defer(async () => {
+      const code = await Promise.race([worker.stop(), sleep(15_000).then(() => 'timeout')]);
+      if (code === 'timeout') worker.process.kill('SIGKILL');
+      log(`cleanup: watchlists worker ${worker.process.pid} exit ${String(code)}`);
+    });
+  }
+  const pids = workers.map((w) => w.process.pid);
   report.setup.worker_start_s = seconds(performance.now() - started);
   await sleep(1000);
-  report.setup.worker_idle_rss_mb = mb(procStatusKb(pid, 'VmRSS'));
+  report.setup.worker_idle_rss_mb = mb(procStatusKb(pids[0], 'VmRSS'));
   log(
-    `watchlists: worker pid ${pid} up in ${report.setup.worker_start_s} s ` +
-      `(idle RSS ${report.setup.worker_idle_rss_mb} MB)`,
+    `watchlists: worker pid${pids.length > 1 ? 's' : ''} ${pids.join(', ')} up in ${report.setup.worker_start_s} s ` +
+      `(idle RSS ${pids.map((pid) => mb(procStatusKb(pid, 'VmRSS'))).join(', ')} MB)`,
   );
   facade.setLatency(SETTINGS.latencyMs);
 
   const alive = () => {
-    if (worker.process.exitCode !== null || worker.process.signalCode !== null)
-      throw new Error(`the watchlists worker exited:\n${worker.output().slice(-4000)}`);
+    for (const worker of workers)
+      if (worker.process.exitCode !== null || worker.process.signalCode !== null)
+        throw new Error(`a watchlists worker exited:\n${worker.output().slice(-4000)}`);
   };
+  const scrapeAll = () => Promise.all(workers.map((w) => scrape(w.metricsUrl)));
+  const pollMs = Math.max(POLL_MS, Math.round(n / 1000));
 
   let scans = 0;
   const phase = async (
@@ -522,19 +635,23 @@ export async function runWatchlistsBench(o: WatchlistsBenchOptions): Promise<Wat
     alive();
     await facade.idle(200);
     facade.stats.reset();
-    const before = await scrape(worker.metricsUrl);
-    const cpuBefore = processCpuS(pid);
-    let rssPeak = procStatusKb(pid, 'VmRSS');
+    const before = await scrapeAll();
+    const cpuBefore = pids.map((pid) => processCpuS(pid));
+    const rssPeak = pids.map((pid) => procStatusKb(pid, 'VmRSS'));
     const sampler = setInterval(() => {
-      const rss = procStatusKb(pid, 'VmRSS');
-      if (rss !== undefined && (rssPeak === undefined || rss > rssPeak)) rssPeak = rss;
+      pids.forEach((pid, w) => {
+        const rss = procStatusKb(pid, 'VmRSS');
+        if (rss !== undefined && (rssPeak[w] === undefined || rss > rssPeak[w])) rssPeak[w] = rss;
+      });
     }, 200);
     sampler.unref();
     const heap = { used: 0, total: 0, external: 0 };
-    const noteHeap = (samples: Sample[]) => {
-      heap.used = Math.max(heap.used, sumOf(samples, 'nodejs_heap_size_used_bytes'));
-      heap.total = Math.max(heap.total, sumOf(samples, 'nodejs_heap_size_total_bytes'));
-      heap.external = Math.max(heap.external, sumOf(samples, 'nodejs_external_memory_bytes'));
+    const noteHeap = (all: Sample[][]) => {
+      for (const samples of all) {
+        heap.used = Math.max(heap.used, sumOf(samples, 'nodejs_heap_size_used_bytes'));
+        heap.total = Math.max(heap.total, sumOf(samples, 'nodejs_heap_size_total_bytes'));
+        heap.external = Math.max(heap.external, sumOf(samples, 'nodejs_external_memory_bytes'));
+      }
     };
     let lastHeapSample = performance.now();
 
@@ -564,7 +681,8 @@ export async function runWatchlistsBench(o: WatchlistsBenchOptions): Promise<Wat
           );
         if (now - lastHeapSample >= 5000) {
           lastHeapSample = now;
-          noteHeap(await scrape(worker.metricsUrl));
+          // A sample of the heap peaks only: one that fails is skipped.
+          noteHeap(await scrapeAll().catch(() => []));
         }
         if (now - lastShown >= 10_000) {
           lastShown = now;
@@ -573,15 +691,32 @@ export async function runWatchlistsBench(o: WatchlistsBenchOptions): Promise<Wat
               `${facade.stats.callCount()} calls`,
           );
         }
-        await sleep(POLL_MS);
+        await sleep(pollMs);
       }
     } finally {
       clearInterval(sampler);
     }
     await facade.idle(200);
-    const cpuAfter = processCpuS(pid);
-    const after = await scrape(worker.metricsUrl);
-    noteHeap(after);
+    const cpuAfter = pids.map((pid) => processCpuS(pid));
+    const afterEach = await scrapeAll();
+    noteHeap(afterEach);
+    const after = afterEach.flat();
+    const beforeAll = before.flat();
+    const chunksOf = (samples: Sample[]) =>
+      sumOf(samples, 'riskwatch_watchlist_chunk_duration_seconds_count', { mode });
+    const perWorker: WorkerPhase[] = pids.map((pid, w) => {
+      const cpu =
+        cpuBefore[w] !== undefined && cpuAfter[w] !== undefined ? cpuAfter[w] - cpuBefore[w] : undefined;
+      return {
+        pid,
+        chunks: chunksOf(afterEach[w]!) - chunksOf(before[w]!),
+        cpu_s: cpu === undefined ? undefined : Math.round(cpu * 100) / 100,
+        rss_peak_sampled_mb: mb(rssPeak[w]),
+        vm_hwm_mb: mb(procStatusKb(pid, 'VmHWM')),
+      };
+    });
+    const highest = (values: (number | undefined)[]) =>
+      values.some((v) => v !== undefined) ? Math.max(...values.filter((v) => v !== undefined)) : undefined;
 
     const [{ last }] = (
       await db.query<{ last: Date }>(
@@ -635,18 +770,16 @@ export async function runWatchlistsBench(o: WatchlistsBenchOptions): Promise<Wat
       perSecond.set(bucket, (perSecond.get(bucket) ?? 0) + r.methods.length);
     }
     const calls = stats.callCount();
-    const chunkCount =
-      sumOf(after, 'riskwatch_watchlist_chunk_duration_seconds_count', { mode }) -
-      sumOf(before, 'riskwatch_watchlist_chunk_duration_seconds_count', { mode });
+    const chunkCount = chunksOf(after) - chunksOf(beforeAll);
     const chunkSum =
       sumOf(after, 'riskwatch_watchlist_chunk_duration_seconds_sum', { mode }) -
-      sumOf(before, 'riskwatch_watchlist_chunk_duration_seconds_sum', { mode });
+      sumOf(beforeAll, 'riskwatch_watchlist_chunk_duration_seconds_sum', { mode });
     const exchangeCount =
       sumOf(after, 'riskwatch_rpc_request_duration_seconds_count') -
-      sumOf(before, 'riskwatch_rpc_request_duration_seconds_count');
+      sumOf(beforeAll, 'riskwatch_rpc_request_duration_seconds_count');
     const exchangeSum =
       sumOf(after, 'riskwatch_rpc_request_duration_seconds_sum') -
-      sumOf(before, 'riskwatch_rpc_request_duration_seconds_sum');
+      sumOf(beforeAll, 'riskwatch_rpc_request_duration_seconds_sum');
 
     return {
       name,
@@ -672,19 +805,19 @@ export async function runWatchlistsBench(o: WatchlistsBenchOptions): Promise<Wat
         chunk_mean_ms: chunkCount ? Math.round((chunkSum / chunkCount) * 1000) : 0,
         rpc_attempts: diffCounts(
           byLabel(after, 'riskwatch_rpc_calls_total', 'outcome'),
-          byLabel(before, 'riskwatch_rpc_calls_total', 'outcome'),
+          byLabel(beforeAll, 'riskwatch_rpc_calls_total', 'outcome'),
         ),
         rpc_exchange_mean_ms: exchangeCount ? Math.round((exchangeSum / exchangeCount) * 1000 * 10) / 10 : 0,
-        cpu_s:
-          cpuBefore !== undefined && cpuAfter !== undefined
-            ? Math.round((cpuAfter - cpuBefore) * 100) / 100
-            : undefined,
-        rss_peak_sampled_mb: mb(rssPeak),
-        vm_hwm_mb: mb(procStatusKb(pid, 'VmHWM')),
+        cpu_s: perWorker.some((w) => w.cpu_s === undefined)
+          ? undefined
+          : Math.round(perWorker.reduce((a, w) => a + w.cpu_s!, 0) * 100) / 100,
+        rss_peak_sampled_mb: highest(perWorker.map((w) => w.rss_peak_sampled_mb)),
+        vm_hwm_mb: highest(perWorker.map((w) => w.vm_hwm_mb)),
         heap_used_peak_mb: mb(heap.used / 1024)!,
         heap_total_peak_mb: mb(heap.total / 1024)!,
         external_peak_mb: mb(heap.external / 1024)!,
       },
+      workers: perWorker,
     };
   };
 
@@ -694,33 +827,42 @@ export async function runWatchlistsBench(o: WatchlistsBenchOptions): Promise<Wat
         `(getMultipleAccounts ${p.rpc.by_method.getMultipleAccounts ?? 0}) in ${p.rpc.round_trips} round trips, ` +
         `${p.db.snapshots} snapshots, alerts ${JSON.stringify(p.db.alerts)}, outcomes ${JSON.stringify(p.db.outcomes)}, ` +
         `worker RSS peak ${p.worker.rss_peak_sampled_mb} MB (VmHWM ${p.worker.vm_hwm_mb} MB; heap used ` +
-        `${p.worker.heap_used_peak_mb} of ${p.worker.heap_total_peak_mb} MB, external ${p.worker.external_peak_mb} MB)`,
+        `${p.worker.heap_used_peak_mb} of ${p.worker.heap_total_peak_mb} MB, external ${p.worker.external_peak_mb} MB)` +
+        (p.workers.length > 1
+          ? `; per worker (pid chunks CPU-s VmHWM-MB): ${p.workers
+              .map((w) => `${w.pid} ${w.chunks} ${w.cpu_s ?? '-'} ${w.vm_hwm_mb ?? '-'}`)
+              .join(' / ')}`
+          : ''),
     );
+  /** A tick's time limit: three times its provider bound, at least 10 minutes. */
+  const tickTimeoutMs = (calls: number) =>
+    Math.max(600_000, Math.round((3 * calls * 1000) / SETTINGS.ratePerS));
   const expect = (what: string, got: number, want: number) => {
     if (got !== want) failures.push(`watchlists ${what}: ${got}, expected ${want}`);
   };
   const alertTotal = (p: WatchPhase) => Object.values(p.db.alerts).reduce((a, b) => a + b, 0);
 
   // 1. Baseline: every entry new.
-  const baseline = await phase('baseline', 'tick', 600_000);
+  const baseline = await phase('baseline', 'tick', tickTimeoutMs(chunks));
   report.phases.push(baseline);
   show(baseline);
   expect('baseline snapshots', baseline.db.snapshots, n);
   expect('baseline alerts', alertTotal(baseline), 0);
 
   // 2. Unchanged: the goals.
-  const unchanged = await phase('unchanged', 'tick', 600_000);
+  const unchanged = await phase('unchanged', 'tick', tickTimeoutMs(chunks));
   report.phases.push(unchanged);
   show(unchanged);
   expect('unchanged snapshots', unchanged.db.snapshots, 0);
   expect('unchanged alerts', alertTotal(unchanged), 0);
 
-  // 3. 1 % changed, by real transfers: one entry in every 100 in id order (one per chunk).
-  const { rows: ordered } = await db.query<{ id: string; target: string }>(
-    'select id, target from watchlist_entries where watchlist_id = $1 order by id',
-    [listId],
+  // 3. Changed, by real transfers: one entry in every `every` in id order (at 100: one per chunk).
+  const { rows: changed } = await db.query<{ id: string; target: string }>(
+    `select id, target from (
+       select id, target, row_number() over (order by id) - 1 as i from watchlist_entries where watchlist_id = $1
+     ) e where i % $2 = $3 order by id`,
+    [listId, every, Math.floor(every / 2)],
   );
-  const changed = ordered.filter((_, i) => i % 100 === 50);
   started = performance.now();
   for (const e of changed)
     await transferSol(chain, { from: chain.payer, to: e.target as Address, amount: SOL / 10n });
@@ -730,7 +872,12 @@ export async function runWatchlistsBench(o: WatchlistsBenchOptions): Promise<Wat
   );
   report.settings.changed = changed.length;
   const changedIds = changed.map((e) => e.id);
-  const changedPhase = await phase('changed', 'tick', 1_200_000, changedIds);
+  const changedPhase = await phase(
+    'changed',
+    'tick',
+    Math.max(1_200_000, tickTimeoutMs(chunks + 6 * changed.length)),
+    changedIds,
+  );
   report.phases.push(changedPhase);
   show(changedPhase);
   expect('changed snapshots', changedPhase.db.snapshots, changed.length);
@@ -755,12 +902,21 @@ export async function runWatchlistsBench(o: WatchlistsBenchOptions): Promise<Wat
   );
   expect('changed entries with a balance_changed alert', balanceOnChanged, changed.length);
 
-  report.worker_end = {
+  const ends = pids.map((pid) => ({
+    pid,
     vm_hwm_mb: mb(procStatusKb(pid, 'VmHWM')),
     vm_rss_mb: mb(procStatusKb(pid, 'VmRSS')),
+  }));
+  const highest = (values: (number | undefined)[]) =>
+    values.some((v) => v !== undefined) ? Math.max(...values.filter((v) => v !== undefined)) : undefined;
+  report.worker_end = {
+    vm_hwm_mb: highest(ends.map((e) => e.vm_hwm_mb)),
+    vm_rss_mb: highest(ends.map((e) => e.vm_rss_mb)),
+    workers: ends,
   };
+  report.storage = await storage(db, n);
 
-  // Goals (the unchanged tick; RSS: the worker's peak over every phase).
+  // Goals (the unchanged tick; RSS: each worker's peak over every phase, the highest of them).
   const g = report.goals;
   g.calls = unchanged.rpc.calls;
   g.ms = unchanged.ms;
@@ -779,6 +935,44 @@ export async function runWatchlistsBench(o: WatchlistsBenchOptions): Promise<Wat
   g.verdict = failures.length ? 'ERROR' : g.missed.length ? 'MISS' : 'OK';
   printWatchlists(report, log);
   return report;
+}
+
+/** The watchlist tables' size in PostgreSQL (the big list only: before the bulk paths add theirs). */
+async function storage(db: pg.Client, n: number): Promise<WatchStorage> {
+  const size = async (sql: string, params: unknown[] = []) =>
+    Number((await db.query<{ b: string }>(sql, params)).rows[0]!.b);
+  const mbOf = (bytes: number) => Math.round(bytes / 1024 / 102.4) / 10;
+  const total = (table: string) => size('select pg_total_relation_size($1::regclass) as b', [table]);
+  const rows = (table: string) => size(`select count(*) as b from ${table}`);
+  const { rows: indexes } = await db.query<{ name: string; b: string }>(
+    `select indexrelid::regclass::text as name, pg_relation_size(indexrelid) as b from pg_index
+      where indrelid = 'watchlist_entries'::regclass order by 1`,
+  );
+  const { rows: tuples } = await db.query<{ live: string; dead: string }>(
+    `select n_live_tup as live, n_dead_tup as dead from pg_stat_user_tables where relname = 'watchlist_entries'`,
+  );
+  const entriesTotal = await total('watchlist_entries');
+  const snapshotsTotal = await total('watchlist_snapshots');
+  const alertsTotal = await total('watchlist_alerts');
+  const perMillion = (bytes: number) => mbOf((bytes * 1_000_000) / n);
+  return {
+    entries: n,
+    entries_heap_mb: mbOf(await size(`select pg_relation_size('watchlist_entries') as b`)),
+    entries_indexes_mb: Object.fromEntries(indexes.map((i) => [i.name, mbOf(Number(i.b))])),
+    entries_total_mb: mbOf(entriesTotal),
+    snapshots_rows: await rows('watchlist_snapshots'),
+    snapshots_total_mb: mbOf(snapshotsTotal),
+    alerts_rows: await rows('watchlist_alerts'),
+    alerts_total_mb: mbOf(alertsTotal),
+    entries_live_tuples: Number(tuples[0]?.live ?? 0),
+    entries_dead_tuples: Number(tuples[0]?.dead ?? 0),
+    per_million: {
+      entries_mb: perMillion(entriesTotal),
+      snapshots_mb: perMillion(snapshotsTotal),
+      alerts_mb: perMillion(alertsTotal),
+      total_mb: perMillion(entriesTotal + snapshotsTotal + alertsTotal),
+    },
+  };
 }
 
 type CreateList = (name: string, thresholds: Record<string, number>) => Promise<string>;
@@ -1002,10 +1196,31 @@ function printWatchlists(r: WatchlistsReport, log: (line?: string) => void): voi
         `; outcomes ${JSON.stringify(p.db.outcomes)}`,
     );
   }
+  if (r.worker_end.workers.length > 1)
+    for (const w of r.worker_end.workers)
+      log(
+        `  worker ${w.pid}: VmHWM ${w.vm_hwm_mb ?? '-'} MB (peak over the whole run), ` +
+          `VmRSS ${w.vm_rss_mb ?? '-'} MB at the end; chunks ${r.phases.map((p) => `${p.name} ${p.workers.find((x) => x.pid === w.pid)?.chunks ?? '-'}`).join(', ')}`,
+      );
   log(
-    `  worker: idle RSS ${r.setup.worker_idle_rss_mb ?? '-'} MB, VmHWM ${r.worker_end.vm_hwm_mb ?? '-'} MB ` +
-      `(peak over the whole run), VmRSS ${r.worker_end.vm_rss_mb ?? '-'} MB at the end`,
+    `  worker${r.worker_end.workers.length > 1 ? 's (the highest)' : ''}: idle RSS ${r.setup.worker_idle_rss_mb ?? '-'} MB, ` +
+      `VmHWM ${r.worker_end.vm_hwm_mb ?? '-'} MB (peak over the whole run), VmRSS ${r.worker_end.vm_rss_mb ?? '-'} MB at the end`,
   );
+  const st = r.storage;
+  if (st)
+    log(
+      `  PostgreSQL after the ticks, ${st.entries.toLocaleString('en-US')} entries: watchlist_entries ` +
+        `${st.entries_total_mb} MB (heap ${st.entries_heap_mb} MB, ${st.entries_live_tuples.toLocaleString('en-US')} live / ` +
+        `${st.entries_dead_tuples.toLocaleString('en-US')} dead row versions; indexes ` +
+        `${Object.entries(st.entries_indexes_mb)
+          .map(([k, v]) => `${k.replace(/^watchlist_entries_/, '')} ${v}`)
+          .join(
+            ', ',
+          )}), watchlist_snapshots ${st.snapshots_total_mb} MB (${st.snapshots_rows.toLocaleString('en-US')} rows), ` +
+        `watchlist_alerts ${st.alerts_total_mb} MB (${st.alerts_rows.toLocaleString('en-US')} rows); per million entries: ` +
+        `entries ${st.per_million.entries_mb} MB, snapshots ${st.per_million.snapshots_mb} MB, alerts ` +
+        `${st.per_million.alerts_mb} MB, ${st.per_million.total_mb} MB in all`,
+    );
   log(
     `  set-up: accounts ${r.setup.accounts_s} s, entries by SQL ${r.setup.entries_sql_s} s, worker start ` +
       `${r.setup.worker_start_s} s, ${r.settings.changed} transfers ${r.setup.transfers_s ?? '-'} s`,

@@ -134,6 +134,7 @@ describe('health, readiness, dependency failures and public impact', () => {
         'events-prune',
         'audit-prune',
         'screenings-prune',
+        'partitions-maintain',
         'screening-start',
         'screening-chunk',
       ].sort(),

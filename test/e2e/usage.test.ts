@@ -94,7 +94,10 @@ function historyRows(
   });
 }
 
-/** Inserts calls as the usage drain does (one statement, idempotent on the id). */
+/**
+ * Inserts calls as the usage drain does (one statement, idempotent on the key: the id before the day
+ * partitions, id and time after, so the statement names no conflict target).
+ */
 async function insertRows(db: pg.Client, rows: UsageEntry[]) {
   await db.query(
     `insert into usage_records
@@ -103,7 +106,7 @@ async function insertRows(db: pg.Client, rows: UsageEntry[]) {
        from jsonb_to_recordset($1::jsonb) as r(id varchar, account_id varchar, api_key_id varchar,
             api_key_prefix varchar, method varchar, endpoint varchar, status smallint, latency_ms int,
             request_id varchar, at timestamptz)
-     on conflict (id) do nothing`,
+     on conflict do nothing`,
     [JSON.stringify(rows)],
   );
 }
@@ -1077,7 +1080,7 @@ describe('usage rollups migration', () => {
       expect(diff.rows).toEqual([]);
 
       // Retention: calls before the UTC day 3 days ago go, with their rollups; what stays still adds up.
-      const deleted = await new UsageService(orm).prune(3);
+      const { deleted } = await new UsageService(orm).prune(3);
       const cutoff = new Date(day0(3));
       expect(deleted).toBe(rows.filter((r) => Date.parse(r.at) < cutoff.getTime()).length);
       expect(deleted).toBeGreaterThan(0);

@@ -72,7 +72,9 @@ describe('loadConfig', () => {
       events_prune_cron: '23 3 * * *',
       audit_prune_cron: '29 3 * * *',
       screenings_prune_cron: '41 3 * * *',
+      partitions_maintain_cron: '7 0 * * *',
     });
+    expect(config.partitions).toEqual({ days_ahead: 7 });
     expect(config.webhooks).toMatchObject({
       retry_schedule_s: [5, 300, 1800, 7200, 18000, 36000, 36000, 36000],
       timeout_ms: 15_000,
@@ -212,6 +214,30 @@ describe('loadConfig', () => {
         }),
       ).lines,
     ).toEqual([expect.stringMatching(/^config: JWT_PUBLIC_KEY \(auth\.jwt\.public_key\): /)]);
+  });
+
+  it('refuses an event retention shorter than the webhook retry window, naming the variable', () => {
+    // The default schedule at its longest (20 % jitter, or the 1 h Retry-After cap) is about 1.96 days.
+    expect(configError(() => loadConfig({ RISKWATCH_EVENT_RETENTION_DAYS: '1' })).lines).toEqual([
+      expect.stringMatching(
+        /^config: RISKWATCH_EVENT_RETENTION_DAYS \(webhooks\.event_retention_days\): 1 days is shorter than the webhook retry window \(2\.0 days/,
+      ),
+    ]);
+    expect(loadConfig({ RISKWATCH_EVENT_RETENTION_DAYS: '2' }).webhooks.event_retention_days).toBe(2);
+    // A shorter schedule makes a short retention valid; a longer one refuses the default 30 days.
+    expect(
+      loadConfig({ RISKWATCH_EVENT_RETENTION_DAYS: '1', RISKWATCH_WEBHOOK_RETRY_SCHEDULE_S: '5,60,600' })
+        .webhooks.event_retention_days,
+    ).toBe(1);
+    expect(
+      configError(() =>
+        loadConfig({ RISKWATCH_WEBHOOK_RETRY_SCHEDULE_S: '604800,604800,604800,604800,604800' }),
+      ).lines,
+    ).toEqual([
+      expect.stringMatching(
+        /^config: RISKWATCH_EVENT_RETENTION_DAYS .*shorter than the webhook retry window \(42\.0 days/,
+      ),
+    ]);
   });
 
   it('returns a deeply frozen object', () => {

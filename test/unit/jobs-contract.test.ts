@@ -14,6 +14,7 @@ describe('job contracts', () => {
         'events-prune': '23 3 * * *',
         'audit-prune': '29 3 * * *',
         'screenings-prune': '41 3 * * *',
+        'partitions-maintain': '7 0 * * *',
       },
     );
     expect(SCHEDULED_JOB_NAMES.map((name) => JOBS[name].cron).sort()).toEqual(Object.keys(scheduler).sort());

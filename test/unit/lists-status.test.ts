@@ -6,11 +6,10 @@ import { ChainProviders } from '../../src/chains/providers.js';
 import { BUILT_IN_NETWORKS } from '../../src/chains/registry.js';
 import { applyMigrations } from '../../src/db/migrate.js';
 import { parseOfacSdnAdvancedXml } from '../../src/lists/sanctions-files.js';
-import type { Redis } from 'ioredis';
 import { ListsCache } from '../../src/lists/cache.js';
 import { presentListEntry } from '../../src/lists/present.js';
 import { ListsService } from '../../src/lists/service.js';
-import { createRedis } from '../../src/platform/redis.js';
+import { createRedis, type RedisClient } from '../../src/platform/redis.js';
 import { loadConfig } from '../../src/config.js';
 import { createLogger } from '../../src/platform/logger.js';
 import { connectDatabase as connectOrm } from '../../src/database.js';
@@ -45,7 +44,7 @@ describe('ListsService on PostgreSQL + ListsCache: sanctions import, deny/allow 
   let orm: Orm;
   let lists: ListsService;
   let cache: ListsCache;
-  let redis: Redis;
+  let redis: RedisClient;
   /** What the risk engine sees (ListsCache, told of every change by the service). */
   const status = async (account: string, chain: string | null, target: string) =>
     (await cache.view(account)).status(chain ?? '', target);

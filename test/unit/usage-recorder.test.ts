@@ -144,4 +144,32 @@ describe('UsageRecorder (real Redis stream)', () => {
       client.disconnect();
     }
   });
+
+  it('sends the batches kept while Redis was down merged, in order, within a retry period of its return', async () => {
+    const key = `${prefix}usage:c`;
+    const client = new Redis(REDIS_URL, { lazyConnect: true, enableOfflineQueue: false });
+    client.on('error', () => undefined);
+    await client.connect();
+    client.disconnect();
+    const recorder = new UsageRecorder(client, key, logger);
+    try {
+      // Calls one by one while Redis is down: each is a batch of its own, and each write fails.
+      for (let i = 0; i < 40; i++) {
+        recorder.record(entry(i));
+        await new Promise((r) => setTimeout(r, 25));
+      }
+      expect(recorder.backlog).toBe(40);
+      await client.connect();
+      const back = Date.now();
+      while (recorder.backlog > 0 && Date.now() - back < 5000) await new Promise((r) => setTimeout(r, 20));
+      // The retry timer runs every second: one period, not one per 10 batches (4 s for these 40).
+      expect(Date.now() - back).toBeLessThan(2000);
+      const written = await batches(key);
+      expect(written.length).toBeLessThanOrEqual(2);
+      expect(written.flat().map((e) => e.id)).toEqual(Array.from({ length: 40 }, (_, i) => entry(i).id));
+    } finally {
+      await recorder.flush(100);
+      client.disconnect();
+    }
+  });
 });

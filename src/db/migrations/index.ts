@@ -8,6 +8,8 @@ import { Migration20261125220000 } from './Migration20261125220000.js';
 import { Migration20261125230000 } from './Migration20261125230000.js';
 import { Migration20261128002845 } from './Migration20261128002845.js';
 import { Migration20261128024154 } from './Migration20261128024154.js';
+import { Migration20261128120000 } from './Migration20261128120000.js';
+import { Migration20261128130000 } from './Migration20261128130000.js';
 
 /** Every committed migration, oldest first. Add each new one here. */
 export const migrations: MigrationObject[] = [
@@ -20,4 +22,6 @@ export const migrations: MigrationObject[] = [
   { name: 'Migration20261125230000', class: Migration20261125230000 },
   { name: 'Migration20261128002845', class: Migration20261128002845 },
   { name: 'Migration20261128024154', class: Migration20261128024154 },
+  { name: 'Migration20261128120000', class: Migration20261128120000 },
+  { name: 'Migration20261128130000', class: Migration20261128130000 },
 ];

@@ -1,5 +1,5 @@
 import type { Context } from 'koa';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../platform/redis.js';
 import { RateLimiterRedis } from 'rate-limiter-flexible';
 import { AppError } from '../../platform/errors.js';
 import { apiKeyOf } from '../state.js';
@@ -60,7 +60,7 @@ export class ReservingRateLimiter {
   private readonly pending = new Map<string, Promise<RateDecision>>();
   private nextSweep = 0;
 
-  constructor(redis: Redis, keyPrefix: string) {
+  constructor(redis: RedisClient, keyPrefix: string) {
     this.counter = new RateLimiterRedis({
       storeClient: redis,
       keyPrefix: `${keyPrefix}rl`,

@@ -80,6 +80,23 @@ export class RescanRows {
     return row?.finished_at;
   }
 
+  /**
+   * Every list's last rescan while it is unfinished (not recorded finished, entries left): what a lost
+   * Redis may have taken the jobs of. An older rescan of a list is never re-run: a new one was asked for
+   * after it (a stalled one), and that one stands for it.
+   */
+  async unfinished(): Promise<{ id: string; watchlist_id: string }[]> {
+    return run<{ id: string; watchlist_id: string }[]>(
+      this.orm,
+      `select id, watchlist_id from (
+         select ${RESCAN_PROGRESS} from (
+           select distinct on (watchlist_id) * from watchlist_rescans
+            order by watchlist_id, created_at desc, id desc) r
+          where r.finished_at is null) p
+        where remaining > 0`,
+    );
+  }
+
   async delete(rescanId: string, em?: EntityManager): Promise<void> {
     await run(em ?? this.orm, 'delete from watchlist_rescans where id = ?', [rescanId], 'run');
   }

@@ -1,5 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Orm } from '../../db/orm.js';
+import { dropPartitionsBefore, rowPrunedPartitions, WEBHOOK_ATTEMPTS } from '../../db/partitions.js';
 import { run, textArray, Where, type Time } from '../../db/sql.js';
 import type { StoredEvent } from '../../events/log.js';
 import type { EventData, EventType } from '../../events/schemas.js';
@@ -241,11 +242,19 @@ export class DeliveryRows {
   }
 
   /**
-   * Drops attempts and finished deliveries created before `before`; closes as `expired` the pending ones of
-   * events created before it whose last attempt (or creation) is before `windowStart`. How many it closed.
+   * Drops finished deliveries created before `before`, and attempts made before it of deliveries no longer
+   * pending from the partitions pruned row by row (historical, default); closes as `expired` the pending
+   * deliveries of events created before it whose last attempt (or creation) is before `windowStart`. How
+   * many it closed.
    */
   async prune(em: EntityManager, before: Date, windowStart: Date): Promise<number> {
-    await em.execute('delete from webhook_attempts where attempted_at < ?', [before], 'run');
+    for (const partition of await rowPrunedPartitions(em, WEBHOOK_ATTEMPTS))
+      await em.execute(
+        `delete from "${partition}" a where a.attempted_at < ?
+            and not exists (select 1 from webhook_deliveries d where d.id = a.delivery_id and d.status = 'pending')`,
+        [before],
+        'run',
+      );
     await em.execute(
       "delete from webhook_deliveries where created_at < ? and status <> 'pending'",
       [before],
@@ -260,6 +269,23 @@ export class DeliveryRows {
       'run',
     );
     return expired.affectedRows ?? 0;
+  }
+
+  /**
+   * Drops, oldest first, each day partition of attempts (and the historical one) wholly before `cutoff`,
+   * unless an attempt in it is of a delivery still pending (read from the few pending deliveries, each
+   * one index probe into the partition). The names dropped.
+   */
+  dropAttemptDays(cutoff: Date): Promise<string[]> {
+    return dropPartitionsBefore(this.orm, WEBHOOK_ATTEMPTS, cutoff, {
+      keep: async (em, p) => {
+        const [row] = await em.execute<{ held: boolean }[]>(
+          `select exists (select 1 from webhook_deliveries d where d.status = 'pending'
+                     and exists (select 1 from "${p.name}" a where a.delivery_id = d.id)) as held`,
+        );
+        return row?.held === true;
+      },
+    });
   }
 
   // ---- the workers' side --------------------------------------------------------------------------------
