@@ -22,7 +22,11 @@ interface QueueState {
  * counted by BullMQ (`getWorkersCount`: the named connections in CLIENT LIST), so they are the workers of
  * this install's key prefix, wherever they run.
  */
-export async function checkQueues(redis: RedisClient, keyPrefix: string, timeoutMs: number): Promise<Finding[]> {
+export async function checkQueues(
+  redis: RedisClient,
+  keyPrefix: string,
+  timeoutMs: number,
+): Promise<Finding[]> {
   const queues = new JobQueues(redis, keyPrefix, { readOnly: true });
   try {
     const states = await Promise.all(

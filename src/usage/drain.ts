@@ -43,7 +43,10 @@ export class UsageDrain {
   }
 
   /** Stream entries (batches of calls) waiting and the age of the oldest, for the health check. */
-  static async backlog(redis: RedisClient, streamKey: string): Promise<{ waiting: number; oldestWaitS: number }> {
+  static async backlog(
+    redis: RedisClient,
+    streamKey: string,
+  ): Promise<{ waiting: number; oldestWaitS: number }> {
     const waiting = await redis.xlen(streamKey);
     if (waiting === 0) return { waiting, oldestWaitS: 0 };
     const first = (await redis.xrange(streamKey, '-', '+', 'COUNT', 1)) as StreamEntries;

@@ -136,7 +136,6 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
-  (await import('node:fs')).writeFileSync('/tmp/rc-debug.log', [api, worker, scheduler].map((s) => s?.output()).join('\n=====\n'));
   await Promise.allSettled([api?.stop(), worker?.stop(), scheduler?.stop()]);
   await receiver?.close();
   redis?.disconnect();
@@ -159,17 +158,16 @@ describe('riskwatch on a Redis Cluster (3 masters, a replica each)', () => {
 
     const { report } = await doctor();
     const status = (check: string) => report.checks.find((c) => c.check === check);
-    expect(status('redis')).toMatchObject({ status: 'ok', detail: expect.stringMatching(/3 masters/) });
+    expect(status('redis')?.status).toBe('ok');
+    expect(status('redis')?.detail).toMatch(/, 3 masters \(oldest: 127\.0\.0\.1:\d+\)$/);
     expect(status('redis:cluster')).toMatchObject({
       status: 'ok',
       detail: 'every slot served by 3 masters, each with a replica',
     });
     expect(status('redis:maxmemory-policy')?.status).toBe('ok');
     // The test's nodes run without an append-only file, and doctor names them.
-    expect(status('redis:persistence')).toMatchObject({
-      status: 'warn',
-      detail: expect.stringMatching(/^masters /),
-    });
+    expect(status('redis:persistence')?.status).toBe('warn');
+    expect(status('redis:persistence')?.detail).toMatch(/^masters (127\.0\.0\.1:\d+(, )?){3}: appendonly no/);
     for (const name of JOB_NAMES) expect(status(`queue:${name}`)?.status, name).toBe('ok');
     expect(status('workers')?.status).toBe('ok');
   });
@@ -202,7 +200,7 @@ describe('riskwatch on a Redis Cluster (3 masters, a replica each)', () => {
     endpointId = created.body.id as string;
     receiver = await startReceiver(created.body.secret as string, port);
     expect((await call('POST', `/api/v1/webhooks/endpoints/${endpointId}/test`)).status).toBe(202);
-    await eventually(async () => receiver.received.length === 1, 15_000);
+    expect(await eventually(() => Promise.resolve(receiver.received.length === 1), 15_000)).toBe(true);
     expect(receiver.received.map((r) => r.type)).toEqual(['webhook.test']);
   });
 
@@ -271,7 +269,7 @@ describe('riskwatch on a Redis Cluster (3 masters, a replica each)', () => {
     );
     const all = Number(rows[0]!.n);
     expect(all).toBeGreaterThanOrEqual(5);
-    expect(await eventually(async () => receiver.received.length === all, 60_000, 250)).toBe(true);
+    expect(await eventually(() => Promise.resolve(receiver.received.length === all), 60_000, 250)).toBe(true);
     console.log(`${all} deliveries received ${Date.now() - reopened} ms after the receiver came back`);
     const pending = await db.query<{ n: string }>(
       `select count(*) as n from webhook_deliveries where endpoint_id = $1 and status <> 'succeeded'`,

@@ -153,7 +153,8 @@ async function untilAnswers(port: number, timeoutMs = 10_000): Promise<void> {
       await r.ping();
       return;
     } catch (err) {
-      if (Date.now() > until) throw new Error(`redis-server on ${port} not up: ${(err as Error).message}`);
+      if (Date.now() > until)
+        throw new Error(`redis-server on ${port} not up: ${(err as Error).message}`, { cause: err });
       await new Promise((res) => setTimeout(res, 50));
     } finally {
       r.disconnect();

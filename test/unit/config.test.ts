@@ -48,7 +48,7 @@ describe('loadConfig', () => {
       shutdown_timeout_ms: 10000,
     });
     expect(config.database).toEqual({ url: 'postgres://postgres@127.0.0.1:5432/riskwatch', pool_max: 10 });
-    expect(config.redis).toEqual({ url: 'redis://127.0.0.1:6379', key_prefix: 'rw:' });
+    expect(config.redis).toEqual({ url: 'redis://127.0.0.1:6379', cluster_nodes: [], key_prefix: 'rw:' });
     expect(config.log.level).toBe('info');
     expect(config.auth.agent_keys).toEqual([]);
     expect(config.auth.api_key_cache_ms).toBe(2000);
@@ -237,6 +237,29 @@ describe('loadConfig', () => {
       expect.stringMatching(
         /^config: RISKWATCH_EVENT_RETENTION_DAYS .*shorter than the webhook retry window \(42\.0 days/,
       ),
+    ]);
+  });
+
+  it('takes Redis Cluster seed nodes, and refuses a node without a port or a URL naming a database', () => {
+    const config = loadConfig({
+      REDIS_CLUSTER_NODES: ' redis-0.internal:6379, [fd00::1]:7000 ',
+      REDIS_URL: 'rediss://user:pw@ignored:6379/0',
+    });
+    expect(config.redis.cluster_nodes).toEqual(['redis-0.internal:6379', '[fd00::1]:7000']);
+    const err = configError(() =>
+      loadConfig({ REDIS_CLUSTER_NODES: 'redis-0.internal', REDIS_URL: 'redis://cluster.internal:6379' }),
+    );
+    expect(err.lines).toEqual([
+      expect.stringMatching(/^config: REDIS_CLUSTER_NODES \(redis\.cluster_nodes\.0\): expected host:port/),
+    ]);
+    const db = configError(() =>
+      loadConfig({
+        REDIS_CLUSTER_NODES: 'redis-0.internal:6379',
+        REDIS_URL: 'redis://cluster.internal:6379/2',
+      }),
+    );
+    expect(db.lines).toEqual([
+      expect.stringMatching(/^config: REDIS_URL \(redis\.url\): a Redis Cluster has only database 0/),
     ]);
   });
 

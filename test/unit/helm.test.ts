@@ -618,9 +618,15 @@ const DNS_RULE = {
   to: [KUBE_DNS],
 };
 
-/** The BullMQ key of the watchlist-chunk wait list under `prefix`, as src/jobs/queues.ts names it. */
-async function chunkWaitKey(prefix: string): Promise<string> {
-  const client = createRedis('redis://127.0.0.1:1', { lazyConnect: true });
+/**
+ * The BullMQ key of the watchlist-chunk wait list under `prefix`, as src/jobs/queues.ts names it for a
+ * connection to one Redis or (`cluster`) to a Redis Cluster. Nothing is connected to.
+ */
+async function chunkWaitKey(prefix: string, cluster = false): Promise<string> {
+  const client = createRedis(
+    { url: 'redis://127.0.0.1:1', cluster_nodes: cluster ? ['127.0.0.1:1'] : [] },
+    { lazyConnect: true },
+  );
   const queues = new JobQueues(client, prefix);
   try {
     return queues.queue('watchlist-chunk').keys.wait!;
@@ -914,6 +920,34 @@ describe('helm/riskwatch: memory, NetworkPolicy and KEDA', () => {
       },
     ]);
     expect(plain.triggers[0]?.metadata.listName).toBe('rw:bull:watchlist-chunk:wait');
+  });
+
+  it("scales on the hash-tagged wait list through KEDA's redis-cluster scaler with a Redis Cluster", async () => {
+    const nodes = 'redis-0.redis.internal:6379,redis-1.redis.internal:6379';
+    const manifests = render(
+      ...SECRET_VALUES,
+      '--set-string',
+      'secrets.redisUrl=rediss://:s3cr3t-pw@ignored.internal:6379',
+      '--set-string',
+      `config.redisClusterNodes=${nodes.replace(',', '\\,')}`,
+      '--set',
+      'worker.keda.enabled=true',
+    );
+    expect(find(manifests, 'ConfigMap', 'rw-riskwatch').data?.REDIS_CLUSTER_NODES).toBe(nodes);
+    expect(scaledObject(manifests).triggers).toEqual([
+      {
+        type: 'redis-cluster',
+        metadata: {
+          addresses: nodes,
+          listName: await chunkWaitKey('rw:', true),
+          listLength: '16',
+          activationListLength: '0',
+          enableTLS: 'true',
+        },
+        authenticationRef: { name: 'rw-riskwatch-worker-redis' },
+      },
+    ]);
+    expect(scaledObject(manifests).triggers[0]?.metadata.listName).toBe('rw:bull:{watchlist-chunk}:wait');
   });
 
   it('takes Redis from values with an existing Secret, and refuses KEDA together with the worker HPA', () => {

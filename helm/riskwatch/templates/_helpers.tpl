@@ -78,6 +78,7 @@ RISKWATCH_BODY_LIMIT_KB: {{ $c.bodyLimitKb | int | quote }}
 RISKWATCH_SHUTDOWN_TIMEOUT_MS: {{ $c.shutdownTimeoutMs | int | quote }}
 DATABASE_POOL_MAX: {{ $c.databasePoolMax | int | quote }}
 REDIS_KEY_PREFIX: {{ $c.redisKeyPrefix | quote }}
+REDIS_CLUSTER_NODES: {{ $c.redisClusterNodes | quote }}
 RISKWATCH_API_KEY_CACHE_MS: {{ $c.apiKeyCacheMs | int | quote }}
 RISKWATCH_UNKNOWN_KEY_CACHE_MS: {{ $c.unknownKeyCacheMs | int | quote }}
 RISKWATCH_MAX_API_KEYS_PER_ACCOUNT: {{ $c.maxApiKeysPerAccount | int | quote }}
@@ -483,6 +484,9 @@ the Secret: an existing Secret's URL is out of its sight). As YAML.
 {{- $url = urlParse .Values.secrets.redisUrl }}
 {{- end }}
 {{- $address := $r.address }}
+{{- if and (not $address) .Values.config.redisClusterNodes }}
+{{- $address = .Values.config.redisClusterNodes }}
+{{- end }}
 {{- if and (not $address) $url.host }}
 {{- $address = $url.host }}
 {{- if not (regexMatch ":[0-9]+$" $address) }}
