@@ -12,6 +12,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { migrations } from '../../src/db/migrations/index.js';
 import type { DoctorReport, Finding } from '../../src/doctor/report.js';
+import { JOB_NAMES } from '../../src/jobs/queues.js';
 import { PROJECT_ROOT } from '../../src/platform/paths.js';
 import { createTestDatabase } from '../support/env.js';
 import { startAnvil, type RunningAnvil } from '../support/evm/anvil.js';
@@ -217,7 +218,7 @@ describe('riskwatch doctor', () => {
       );
       expect(row(rows, 'redis:maxmemory-policy').detail).toMatch(/^noeviction/);
       expect(row(rows, 'redis:persistence').status).toBe('ok');
-      expect(rows.filter((r) => r.check.startsWith('queue:'))).toHaveLength(12);
+      expect(rows.filter((r) => r.check.startsWith('queue:'))).toHaveLength(JOB_NAMES.length);
       expect(row(rows, 'queue:webhook-drain').detail).toMatch(
         /^waiting \d+ · active \d+ · delayed \d+ · failed 0$/,
       );

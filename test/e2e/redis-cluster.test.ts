@@ -133,7 +133,7 @@ beforeAll(async () => {
     startService(env, 'worker'),
     startService(env, 'scheduler'),
   ]);
-}, 120_000);
+}, 240_000);
 
 afterAll(async () => {
   await Promise.allSettled([api?.stop(), worker?.stop(), scheduler?.stop()]);

@@ -95,6 +95,8 @@ RISKWATCH_WATCHLISTS_CRON: {{ $c.watchlistsCron | quote }}
 RISKWATCH_WEBHOOKS_SWEEP_CRON: {{ $c.webhooksSweepCron | quote }}
 RISKWATCH_EVENTS_PRUNE_CRON: {{ $c.eventsPruneCron | quote }}
 RISKWATCH_AUDIT_PRUNE_CRON: {{ $c.auditPruneCron | quote }}
+RISKWATCH_PARTITIONS_MAINTAIN_CRON: {{ $c.partitionsMaintainCron | quote }}
+RISKWATCH_PARTITIONS_DAYS_AHEAD: {{ $c.partitionsDaysAhead | quote }}
 RISKWATCH_SCREENINGS_PRUNE_CRON: {{ $c.screeningsPruneCron | quote }}
 RISKWATCH_WEBHOOK_RETRY_SCHEDULE_S: {{ $c.webhooks.retryScheduleS | quote }}
 RISKWATCH_WEBHOOK_RETRY_JITTER_PCT: {{ $c.webhooks.retryJitterPct | int | quote }}
