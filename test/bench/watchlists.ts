@@ -305,6 +305,9 @@ export function watchlistsBudgetS(): number {
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** The highest of the values known (a worker's /proc may be gone), or undefined. */
+const highest = (values: (number | undefined)[]) =>
+  values.some((v) => v !== undefined) ? Math.max(...values.filter((v) => v !== undefined)) : undefined;
 export const seconds = (ms: number) => Math.round(ms) / 1000;
 export const mb = (kb: number | undefined) => (kb === undefined ? undefined : Math.round(kb / 102.4) / 10);
 
@@ -719,8 +722,6 @@ export async function runWatchlistsBench(o: WatchlistsBenchOptions): Promise<Wat
         vm_hwm_mb: mb(procStatusKb(pid, 'VmHWM')),
       };
     });
-    const highest = (values: (number | undefined)[]) =>
-      values.some((v) => v !== undefined) ? Math.max(...values.filter((v) => v !== undefined)) : undefined;
 
     const [{ last }] = (
       await db.query<{ last: Date }>(
@@ -924,8 +925,6 @@ export async function runWatchlistsBench(o: WatchlistsBenchOptions): Promise<Wat
     vm_hwm_mb: mb(procStatusKb(pid, 'VmHWM')),
     vm_rss_mb: mb(procStatusKb(pid, 'VmRSS')),
   }));
-  const highest = (values: (number | undefined)[]) =>
-    values.some((v) => v !== undefined) ? Math.max(...values.filter((v) => v !== undefined)) : undefined;
   report.worker_end = {
     vm_hwm_mb: highest(ends.map((e) => e.vm_hwm_mb)),
     vm_rss_mb: highest(ends.map((e) => e.vm_rss_mb)),
