@@ -6,7 +6,7 @@ import { Redis } from 'ioredis';
 import pg from 'pg';
 import { stringify } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { JobQueues } from '../../src/jobs/queues.js';
+import { JOB_NAMES, JobQueues } from '../../src/jobs/queues.js';
 import { PROJECT_ROOT } from '../../src/platform/paths.js';
 import { expectJson, expectProblem, openAccounts, type Customer } from '../support/auth-helpers.js';
 import { REDIS_URL } from '../support/env.js';
@@ -346,7 +346,7 @@ describe('the Grafana dashboard against Prometheus scraping the service', () => 
   it('has the job counts from the scheduler alone, every queue × state', async () => {
     const answer = await query('count by (role) (riskwatch_jobs)');
     expect(answer.data?.result.map((r) => r.metric.role)).toEqual(['scheduler']);
-    expect(Number(answer.data?.result[0]?.value[1])).toBe(12 * 4);
+    expect(Number(answer.data?.result[0]?.value[1])).toBe(JOB_NAMES.length * 4);
   });
 
   it('lists the scrape job in the job variable (label_values(riskwatch_build_info, job))', async () => {
