@@ -1,5 +1,6 @@
 import { MikroORM } from '@mikro-orm/postgresql';
 import { ormOptions } from '../db/config.js';
+import { DAY_PARTITIONED, defaultPartitionName, partitionsOf, startOfUtcDay } from '../db/partitions.js';
 import { migrations } from '../db/migrations/index.js';
 import type { Finding } from './report.js';
 import { maskUrl } from './secrets.js';
@@ -50,11 +51,19 @@ export async function checkPostgres(databaseUrl: string, timeoutMs: number): Pro
       status: 'fail',
       detail: `cannot read ${MIGRATIONS_TABLE}: ${describeError(err)}`,
     }));
-    return [versionFinding(facts, where), migrationFinding, clockFinding(facts)];
+    const partitionFinding = await withTimeout(partitionsFinding(orm, run), timeoutMs).catch(
+      (err): Finding => ({
+        check: 'postgres:partitions',
+        status: 'fail',
+        detail: `cannot read the partitions: ${describeError(err)}`,
+      }),
+    );
+    return [versionFinding(facts, where), migrationFinding, partitionFinding, clockFinding(facts)];
   } catch (err) {
     return [
       { check: 'postgres', status: 'fail', detail: `cannot connect to ${where}: ${describeError(err)}` },
       notRun('postgres:migrations'),
+      notRun('postgres:partitions'),
       notRun('clock'),
     ];
   } finally {
@@ -142,6 +151,66 @@ async function pendingMigrations(run: Run): Promise<Finding> {
 
 const listed = (names: readonly string[]) =>
   names.length > 3 ? `${names.slice(0, 3).join(', ')}, …` : names.join(', ');
+
+const DAY_MS = 86_400_000;
+/** Rows counted in a default partition, at most (a count that large says enough). */
+const DEFAULT_ROWS_CAP = 10_000;
+const day = (ms: number) => new Date(ms).toISOString().slice(0, 10);
+
+/**
+ * The day partitions (src/db/partitions.ts): rows waiting in a table's DEFAULT partition (days the
+ * `partitions-maintain` job did not make: the scheduler or the workers were down) are a warning, they
+ * are moved, in one transaction, when the job runs; no partition made ahead yet (a database just
+ * migrated, the scheduler never started) is worth knowing, nothing lands in the default until that day.
+ */
+async function partitionsFinding(orm: MikroORM, run: Run): Promise<Finding> {
+  const check = 'postgres:partitions';
+  const tables = DAY_PARTITIONED.map((t) => t.table);
+  const kinds = await run<{ name: string; kind: string | null }>(
+    `select t.name, c.relkind::text as kind from unnest(array['${tables.join("','")}']) t(name)
+       left join pg_class c on c.oid = to_regclass(t.name)`,
+  );
+  const flat = kinds.filter((k) => k.kind !== 'p').map((k) => k.name);
+  if (flat.length > 0)
+    return {
+      check,
+      status: 'info',
+      detail: `not checked: ${flat.join(', ')} not partitioned yet (migrations pending)`,
+    };
+  const waiting: string[] = [];
+  let madeTo = Infinity;
+  for (const table of tables) {
+    const fallback = defaultPartitionName(table);
+    const [held] = await run<{ n: number }>(
+      `select count(*)::int as n from (select 1 from "${fallback}" limit ${DEFAULT_ROWS_CAP}) d`,
+    );
+    const n = held?.n ?? 0;
+    if (n > 0) waiting.push(`${fallback} ${n >= DEFAULT_ROWS_CAP ? `${DEFAULT_ROWS_CAP}+` : n} row(s)`);
+    const ends = (await partitionsOf(orm.em, table)).map((p) => p.to?.getTime() ?? -Infinity);
+    madeTo = Math.min(madeTo, Math.max(-Infinity, ...ends));
+  }
+  const through = Number.isFinite(madeTo) ? `made through ${day(madeTo - DAY_MS)} (UTC)` : 'none made';
+  const job = "the scheduler's partitions-maintain job (daily, and at every scheduler start)";
+  if (waiting.length > 0)
+    return {
+      check,
+      status: 'warn',
+      detail:
+        `${waiting.join(', ')} wait in a default partition: days without their partition, ${job} has not ` +
+        `run for them (is the scheduler running, and a worker?); it moves them into their day when it does. ` +
+        `Day partitions ${through}`,
+    };
+  const tomorrowEnd = startOfUtcDay(Date.now()) + 2 * DAY_MS;
+  if (madeTo < tomorrowEnd)
+    return {
+      check,
+      status: 'info',
+      detail:
+        `day partitions ${through}, none ahead yet: ${job} makes the days ahead; ` +
+        'until it runs, later rows wait in the default partition',
+    };
+  return { check, status: 'ok', detail: `${tables.join(', ')}: day partitions ${through}; no default row` };
+}
 
 function clockFinding(facts: ServerFacts): Finding {
   const skew = Math.round(facts.serverMs - facts.localMs);

@@ -93,15 +93,17 @@ export const WatchlistEntrySchema = defineEntity({
 export type WatchlistEntry = InferEntity<typeof WatchlistEntrySchema>;
 
 /**
- * Each account's entries on all its watchlists together: what `watchlists.max_entries_per_account` is
- * checked against. Kept by statement triggers on watchlist_entries (Migration20261128130000), in the
- * transaction of every insert and delete, whichever code writes; never written by the service.
+ * Each list's entries (its `entry_count`; an account's summed: what `watchlists.max_entries_per_account`
+ * is checked against). Kept by statement triggers on watchlist_entries (Migrations 20261128130000 and
+ * 20261128140000), in the transaction of every insert and delete, whichever code writes; never written by
+ * the service. A list without entries has no row.
  */
 export const WatchlistEntryCountSchema = defineEntity({
   name: 'WatchlistEntryCount',
   tableName: 'watchlist_entry_counts',
   properties: {
     accountId: p.string().length(40).primary(),
+    watchlistId: p.string().length(40).primary(),
     entries: p.bigint('number'),
   },
 });

@@ -37,6 +37,20 @@ const callAt = (at: number, account = 'acc_part'): UsageEntry => {
   };
 };
 
+/** `riskwatch doctor --json`'s finding on the day partitions of the database at `url`. */
+async function doctorPartitions(url: string): Promise<{ status: string; detail: string }> {
+  const { stdout } = await promisify(execFile)(process.execPath, [MAIN, 'doctor', '--json'], {
+    cwd: PROJECT_ROOT,
+    env: { ...process.env, DATABASE_URL: url, REDIS_URL, REDIS_KEY_PREFIX: testRedisPrefix() },
+  }).catch((e: { stdout: string }) => e); // exit 1 or 2: other checks (no worker) may warn
+  const report = JSON.parse(stdout) as { checks: { check: string; status: string; detail: string }[] };
+  const finding = report.checks.find((c) => c.check === 'postgres:partitions');
+  if (!finding) throw new Error(`no postgres:partitions in ${stdout}`);
+  return { status: finding.status, detail: finding.detail };
+}
+
+const ymd = (ms: number) => new Date(ms).toISOString().slice(0, 10);
+
 /** A database migrated up to `to` (all when omitted), its ORM and a client. */
 async function database(to?: string) {
   const db = await createTestDatabase();
@@ -213,6 +227,12 @@ describe('day partitions: made ahead, the default partition, retention', () => {
       ),
     ).toEqual(['usage_records_default', 'usage_records_default', 'usage_records_default']);
     const counted = await rolledUp(sql);
+    // The doctor sees them waiting: a warning naming each default and its rows.
+    const before = await doctorPartitions(t.url);
+    expect(before.status).toBe('warn');
+    expect(before.detail).toMatch(
+      /^usage_records_default 3 row\(s\), audit_log_default 1 row\(s\) wait in a default partition: /,
+    );
 
     const made = await maintainPartitions(orm, 3);
     // Today is inside the historical range; tomorrow and the next two days are made, and the day of the
@@ -235,6 +255,11 @@ describe('day partitions: made ahead, the default partition, retention', () => {
       [waiting[2]!.id]: dayPartitionName('usage_records', TODAY + 30 * DAY),
     });
     expect(await scalar(sql, 'select count(*) from usage_records_default')).toBe(0);
+    // Made through the third day ahead on every table (the usage days run further).
+    expect(await doctorPartitions(t.url)).toEqual({
+      status: 'ok',
+      detail: `usage_records, webhook_attempts, audit_log: day partitions made through ${ymd(TODAY + 3 * DAY)} (UTC); no default row`,
+    });
     // Moved, not inserted again: the rollups count each call once.
     expect(await rolledUp(sql)).toBe(counted);
     expect(await partitionOf(sql, 'audit_log', [auditId])).toEqual({

@@ -17,8 +17,8 @@ import { cliJson, freePort, prepareEnv, type TestEnv } from '../support/service.
 import { watchlistServices } from '../support/watchlist-services.js';
 
 /*
- * Watchlists at millions of entries (issue 23), on a migrated database (real PostgreSQL): the account's
- * entry count kept by triggers (watchlist_entry_counts) through every way entries come and go, the
+ * Watchlists at millions of entries (issue 23), on a migrated database (real PostgreSQL): the entry
+ * counts per list kept by triggers (watchlist_entry_counts) through every way entries come and go, the
  * ceiling read from it under concurrent bulk adds, and the tick's fan-out reads planned on the
  * (watchlist_id, network, id) index for a list the planner has no statistics of.
  */
@@ -46,17 +46,39 @@ describe('watchlists at scale', () => {
   let orm: Orm;
   let dir: string;
 
-  /** The account's counter, and its entries counted. */
+  /** The account's counters summed, and its entries counted. */
   const counts = async (accountId: string) => {
     const { rows } = await sql.query<{ counter: string | null; counted: string }>(
-      `select (select entries from watchlist_entry_counts where account_id = $1) as counter,
+      `select (select sum(entries) from watchlist_entry_counts where account_id = $1) as counter,
               (select count(*) from watchlist_entries where account_id = $1) as counted`,
       [accountId],
     );
     return { counter: Number(rows[0]!.counter ?? 0), counted: Number(rows[0]!.counted) };
   };
-  const expectCount = async (accountId: string, n: number) =>
+  /** Each list's counter as the service reads it (`entry_count`), and its entries counted. */
+  const listCounts = async (accountId: string) => {
+    const { rows } = await sql.query<{ id: string; n: string }>(
+      `select id, (select count(*) from watchlist_entries e where e.watchlist_id = w.id) as n
+         from watchlists w where account_id = $1 order by id`,
+      [accountId],
+    );
+    const svc = watchlistServices(orm, 1_000_000);
+    const counters = await Promise.all(
+      rows.map(async (r) => (await svc.lists.getWatchlist(accountId, r.id)).entryCount),
+    );
+    return { counters, counted: rows.map((r) => Number(r.n)) };
+  };
+  const expectCount = async (accountId: string, n: number) => {
     expect(await counts(accountId)).toEqual({ counter: n, counted: n });
+    const lists = await listCounts(accountId);
+    expect(lists.counters).toEqual(lists.counted);
+    // A list without entries has no counter row left behind.
+    const { rows } = await sql.query<{ n: string }>(
+      'select count(*) as n from watchlist_entry_counts where account_id = $1 and entries <= 0',
+      [accountId],
+    );
+    expect(Number(rows[0]!.n)).toBe(0);
+  };
 
   beforeAll(async () => {
     const unused = `http://127.0.0.1:${await freePort()}`;
@@ -148,8 +170,11 @@ describe('watchlists at scale', () => {
     await expectCount(acme, 3 + 2499);
 
     // Deleting a list takes its entries out of the count; the other list's and account's stay.
-    await svc.lists.deleteWatchlist(acme, a.id, OPERATOR);
+    const deleted = await svc.lists.deleteWatchlist(acme, a.id, OPERATOR);
+    expect(deleted.entryCount).toBe(2 + 2499);
     await expectCount(acme, 1);
+    const left = await sql.query('select 1 from watchlist_entry_counts where watchlist_id = $1', [a.id]);
+    expect(left.rowCount).toBe(0);
     await expectCount(globex, 2);
     // What no service does (an operator's fix-up) is counted too.
     await sql.query('delete from watchlist_entries where watchlist_id = $1', [g.id]);

@@ -10,6 +10,7 @@ import { Migration20261128002845 } from './Migration20261128002845.js';
 import { Migration20261128024154 } from './Migration20261128024154.js';
 import { Migration20261128120000 } from './Migration20261128120000.js';
 import { Migration20261128130000 } from './Migration20261128130000.js';
+import { Migration20261128140000 } from './Migration20261128140000.js';
 
 /** Every committed migration, oldest first. Add each new one here. */
 export const migrations: MigrationObject[] = [
@@ -24,4 +25,5 @@ export const migrations: MigrationObject[] = [
   { name: 'Migration20261128024154', class: Migration20261128024154 },
   { name: 'Migration20261128120000', class: Migration20261128120000 },
   { name: 'Migration20261128130000', class: Migration20261128130000 },
+  { name: 'Migration20261128140000', class: Migration20261128140000 },
 ];

@@ -48,15 +48,15 @@ export class EntryRows {
   }
 
   /**
-   * Entries on all the account's lists together, in `em`'s transaction: its counter (watchlist_entry_counts),
-   * which statement triggers on watchlist_entries move in the transaction of every insert and delete
-   * (Migration20261128130000), so reading it costs the same at 10 entries or 10 million (count(*) took
-   * 200 ms at 1M, under the account's lock, for each bulk call). Read under the account's lock, it counts
+   * Entries on all the account's lists together, in `em`'s transaction: its lists' counters
+   * (watchlist_entry_counts), which statement triggers on watchlist_entries move in the transaction of
+   * every insert and delete (Migration20261128140000), so reading them costs the same at 10 entries or 10
+   * million (count(*) took 200 ms at 1M, under the account's lock, for each bulk call). Read under the account's lock, it counts
    * every add committed before; a delete not yet committed is still counted (the safe side of a ceiling).
    */
   async countOfAccount(em: EntityManager, accountId: string): Promise<number> {
     const [row] = await em.execute<{ n: string }[]>(
-      'select entries as n from watchlist_entry_counts where account_id = ?',
+      'select coalesce(sum(entries), 0) as n from watchlist_entry_counts where account_id = ?',
       [accountId],
     );
     return Number(row?.n ?? 0);

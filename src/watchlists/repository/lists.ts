@@ -6,8 +6,10 @@ import type { WatchlistRow } from '../views.js';
 const WATCHLIST_COLUMNS =
   'w.id, w.name, w.schedule, w.deep_schedule, w.thresholds, w.next_tick_at, w.next_deep_at, w.created_at, ' +
   'w.updated_at';
+/** The list's counter (watchlist_entry_counts, kept by triggers), not a count of its entries. */
 const ENTRY_COUNT =
-  '(select count(*)::int from watchlist_entries e where e.watchlist_id = w.id) as entry_count';
+  'coalesce((select c.entries::int from watchlist_entry_counts c ' +
+  'where c.account_id = w.account_id and c.watchlist_id = w.id), 0) as entry_count';
 
 /** A new list's row. */
 export interface NewListRow {
