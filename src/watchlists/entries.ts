@@ -171,6 +171,10 @@ export class WatchlistEntriesService {
   /**
    * The account's lock, the list held FOR SHARE, and the candidates not on the list yet stored within the
    * account's ceiling, in `em`'s transaction: each candidate's result set (created, exists, limit_exceeded).
+   * When every candidate fits under the ceiling they are inserted at once (`on conflict do nothing`: the
+   * unique index answers for each row), and only those not inserted are looked up, for their ids: a bulk
+   * add of new entries reads nothing of the list, whatever its size or the planner's statistics. Near the
+   * ceiling the entries already there are found first, so that only new ones take room.
    */
   private async insertEntries(
     em: EntityManager,
@@ -182,19 +186,19 @@ export class WatchlistEntriesService {
     const account = await lockAccount(em, accountId);
     await requireWatchlist(this.repo.lists, accountId, watchlistId, em, 'for share');
     if (candidates.length === 0) return;
-    const exists = (c: Candidate, id: string) =>
-      (results[c.index] = { index: c.index, target: c.target, status: 'exists', id });
+    const max = this.options.maxEntriesPerAccount;
+    const room = Math.max(0, max - (await this.repo.entries.countOfAccount(em, accountId)));
+    if (candidates.length <= room) {
+      await this.store(em, accountId, watchlistId, candidates, results);
+      return;
+    }
     const found = await this.existingEntries(em, watchlistId, candidates);
     const fresh: Candidate[] = [];
     for (const c of candidates) {
       const id = found.get(`${c.network.caip2} ${c.target}`);
-      if (id) exists(c, id);
+      if (id) results[c.index] = { index: c.index, target: c.target, status: 'exists', id };
       else fresh.push(c);
     }
-    if (fresh.length === 0) return;
-
-    const max = this.options.maxEntriesPerAccount;
-    const room = Math.max(0, max - (await this.repo.entries.countOfAccount(em, accountId)));
     for (const c of fresh.slice(room))
       results[c.index] = {
         index: c.index,
@@ -206,10 +210,24 @@ export class WatchlistEntriesService {
           '(watchlists.max_entries_per_account / RISKWATCH_MAX_WATCHLIST_ENTRIES_PER_ACCOUNT). ' +
           'Remove entries to add others.',
       };
-    const toInsert = fresh.slice(0, room);
+    await this.store(em, accountId, watchlistId, fresh.slice(0, room), results);
+  }
+
+  /**
+   * Inserts `candidates` (BATCH rows per statement) and sets each one's result: `created`, or `exists`
+   * with the id of the entry already there (on the list before, or stored meanwhile by a writer that does
+   * not take the account lock).
+   */
+  private async store(
+    em: EntityManager,
+    accountId: string,
+    watchlistId: string,
+    candidates: readonly Candidate[],
+    results: EntryResult[],
+  ): Promise<void> {
     const missed: Candidate[] = [];
-    for (let i = 0; i < toInsert.length; i += BATCH) {
-      const batch = toInsert.slice(i, i + BATCH);
+    for (let i = 0; i < candidates.length; i += BATCH) {
+      const batch = candidates.slice(i, i + BATCH);
       const rows = batch.map((c) => ({
         id: newId('wle'),
         chain: c.network.chain,
@@ -226,11 +244,15 @@ export class WatchlistEntriesService {
         else missed.push(c);
       }
     }
-    // Stored meanwhile by a writer that does not take the account lock: it exists now.
-    if (missed.length) {
-      const now = await this.existingEntries(em, watchlistId, missed);
-      for (const c of missed) exists(c, now.get(`${c.network.caip2} ${c.target}`) ?? '');
-    }
+    if (missed.length === 0) return;
+    const there = await this.existingEntries(em, watchlistId, missed);
+    for (const c of missed)
+      results[c.index] = {
+        index: c.index,
+        target: c.target,
+        status: 'exists',
+        id: there.get(`${c.network.caip2} ${c.target}`) ?? '',
+      };
   }
 
   /** One page of the list's entries in id order (the order they were added), optionally filtered. */
@@ -342,8 +364,10 @@ export class WatchlistEntriesService {
     const found = new Map<string, string>();
     const wanted = new Set(candidates.map((c) => `${c.network.caip2} ${c.target}`));
     for (let i = 0; i < candidates.length; i += BATCH) {
-      const targets = [...new Set(candidates.slice(i, i + BATCH).map((c) => c.target))];
-      for (const r of await this.repo.entries.withTargets(em, watchlistId, targets)) {
+      const batch = candidates.slice(i, i + BATCH);
+      const networks = [...new Set(batch.map((c) => c.network.caip2))];
+      const targets = [...new Set(batch.map((c) => c.target))];
+      for (const r of await this.repo.entries.withTargets(em, watchlistId, networks, targets)) {
         const key = `${r.network} ${r.target}`;
         if (wanted.has(key)) found.set(key, r.id);
       }

@@ -27,32 +27,44 @@ export interface TargetProbe {
   target: string;
 }
 
+/** The existence look-up of a bulk add (exported for the plan test). */
+export const withTargetsSql =
+  'select id, network, target from watchlist_entries ' +
+  'where watchlist_id = ? and network = any(?::text[]) and target = any(?::text[])';
+
 /** The watchlist_entries table, and the snapshots and alerts that go with a removed entry. */
 export class EntryRows {
   constructor(private readonly orm: Orm) {}
 
   /**
-   * The entries of the list with one of `targets` (any network): one `target = any(…)` look-up, the network
-   * matched by the caller. A lateral probe per row let the planner, on a list whose statistics are stale (a
-   * new large list, before autovacuum's ANALYZE), filter every row of the list for each probe.
+   * The entries of the list at one of `networks` with one of `targets`: `network = any(…) and target =
+   * any(…)`, both index conditions of the (watchlist_id, network, target) unique index, so PostgreSQL
+   * descends it once per pair asked (the caller keeps the pairs it wants). With `target = any(…)` alone
+   * the index was scanned over every entry of the list for each batch (a bulk add of 10,000 took 0.4 s on
+   * an empty list, 1.7 s on a list of 1,000,000). A lateral probe per row let the planner, on a list whose
+   * statistics are stale (a new large list, before autovacuum's ANALYZE), filter every row of the list
+   * for each probe.
    */
   withTargets(
     em: EntityManager,
     watchlistId: string,
+    networks: readonly string[],
     targets: readonly string[],
   ): Promise<{ id: string; network: string; target: string }[]> {
-    return em.execute<{ id: string; network: string; target: string }[]>(
-      'select id, network, target from watchlist_entries where watchlist_id = ? and target = any(?::text[])',
-      [watchlistId, textArray(targets)],
-    );
+    return em.execute<{ id: string; network: string; target: string }[]>(withTargetsSql, [
+      watchlistId,
+      textArray(networks),
+      textArray(targets),
+    ]);
   }
 
   /**
    * Entries on all the account's lists together, in `em`'s transaction: its lists' counters
    * (watchlist_entry_counts), which statement triggers on watchlist_entries move in the transaction of
    * every insert and delete (Migration20261128140000), so reading them costs the same at 10 entries or 10
-   * million (count(*) took 200 ms at 1M, under the account's lock, for each bulk call). Read under the account's lock, it counts
-   * every add committed before; a delete not yet committed is still counted (the safe side of a ceiling).
+   * million (count(*) took 200 ms at 1M, under the account's lock, for each bulk call). Read under the
+   * account's lock, it counts every add committed before; a delete not yet committed is still counted
+   * (the safe side of a ceiling).
    */
   async countOfAccount(em: EntityManager, accountId: string): Promise<number> {
     const [row] = await em.execute<{ n: string }[]>(
