@@ -1,4 +1,5 @@
 import { decodeCursor, keysetPage, type Page } from '../platform/cursor.js';
+import { idTime } from '../platform/ids.js';
 import { AppError } from '../platform/errors.js';
 import type { Orm } from '../db/orm.js';
 import { AUDIT_LOG, dropPartitionsBefore, rowPrunedPartitions } from '../db/partitions.js';
@@ -78,6 +79,19 @@ export interface AuditPrune {
 }
 
 /**
+ * A record looked up by id reads only the days around the id's time (a record's `at` is its transaction's
+ * start, the id is made at its insert: milliseconds apart, a day is the margin for clocks): PostgreSQL
+ * then plans those partitions, not every day of the retention (400 partitions: 17 ms of planning per
+ * statement on a warm connection, 47–55 ms on a new one; 1–3 partitions: under 1 ms).
+ */
+export const AUDIT_BY_ID_SQL = `select ${COLUMNS} from audit_log where account_id = ? and id = ? and at >= ? and at < ?`;
+const DAY_MS = 86_400_000;
+const daysAround = (id: string, fallback: Date | string): [Date, Date] => {
+  const t = idTime(id) ?? new Date(fallback).getTime();
+  return [new Date(t - DAY_MS), new Date(t + DAY_MS)];
+};
+
+/**
  * The audit log as it is read: an account's records over the API (newest first, one index range per
  * page), every account's for the operator's export (oldest first, streamed in batches), and the retention
  * prune, the one DELETE the append-only trigger admits.
@@ -97,10 +111,14 @@ export class AuditLogService {
       // The cursor's time is to the millisecond; the row's own time (a record inserted with a finer one)
       // places the page exactly. A pruned row falls back to the cursor's time.
       const c = decodeCursor(q.cursor, 'aud');
+      const [from, to] = daysAround(c.id, c.at);
       where.and(
-        `(at, id) < (coalesce((select p.at from audit_log p where p.id = ? and p.account_id = ?), ?), ?)`,
+        `(at, id) < (coalesce((select p.at from audit_log p
+           where p.id = ? and p.account_id = ? and p.at >= ? and p.at < ?), ?), ?)`,
         c.id,
         accountId,
+        from,
+        to,
         c.at,
         c.id,
       );
@@ -115,11 +133,10 @@ export class AuditLogService {
 
   /** One record of the account; another account's id is not found. */
   async get(accountId: string, id: string): Promise<AuditView> {
-    const [row] = await run<AuditRow[]>(
-      this.orm,
-      `select ${COLUMNS} from audit_log where account_id = ? and id = ?`,
-      [accountId, id],
-    );
+    const t = idTime(id);
+    if (t === null) throw new AppError('not_found', `Audit record "${id.slice(0, 60)}" was not found.`);
+    const [from, to] = daysAround(id, new Date(t));
+    const [row] = await run<AuditRow[]>(this.orm, AUDIT_BY_ID_SQL, [accountId, id, from, to]);
     if (!row) throw new AppError('not_found', `Audit record "${id.slice(0, 60)}" was not found.`);
     return viewOf(row);
   }

@@ -26,3 +26,9 @@ function randomHex8(): string {
 export function newId(prefix: string, at: number = Date.now()): string {
   return `${prefix}_${at.toString(16).padStart(12, '0')}${randomHex8()}`;
 }
+
+/** When an id of `newId` was made (ms since the epoch); null for a string that is not such an id. */
+export function idTime(id: string): number | null {
+  const m = /^[a-z]+_([0-9a-f]{12})[0-9a-f]{16}$/.exec(id);
+  return m ? parseInt(m[1]!, 16) : null;
+}

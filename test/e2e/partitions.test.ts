@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { promisify } from 'node:util';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AuditLogService } from '../../src/audit/service.js';
+import { AUDIT_BY_ID_SQL, AuditLogService } from '../../src/audit/service.js';
 import { connectDatabase as connectOrm } from '../../src/database.js';
 import { dayPartitionName, maintainPartitions, startOfUtcDay } from '../../src/db/partitions.js';
 import { newId } from '../../src/platform/ids.js';
@@ -211,7 +211,8 @@ describe('day partitions: made ahead, the default partition, retention', () => {
     const { sql, orm } = t;
     const waiting = [callAt(TOMORROW + 1000), callAt(TOMORROW + 2 * DAY + 1000), callAt(TODAY + 30 * DAY)];
     await insertCalls(orm, waiting);
-    const auditId = newId('aud');
+    // A record's id carries its time, as the service makes them.
+    const auditId = newId('aud', TOMORROW + 5000);
     await sql.query(
       `insert into audit_log (id, account_id, at, actor_type, actor_id, action, resource_type)
        values ($1, 'acc_part', $2, 'operator', 'test', 'test.ahead', 'test')`,
@@ -265,6 +266,27 @@ describe('day partitions: made ahead, the default partition, retention', () => {
     expect(await partitionOf(sql, 'audit_log', [auditId])).toEqual({
       [auditId]: dayPartitionName('audit_log', TOMORROW),
     });
+    // Read by id, it is found through the days around its id's time only: PostgreSQL plans those
+    // partitions, not every day of the retention (nor the default).
+    expect((await new AuditLogService(orm).get('acc_part', auditId)).id).toBe(auditId);
+    let n = 0;
+    const plan = await sql.query<{ 'QUERY PLAN': string }>(
+      `explain ${AUDIT_BY_ID_SQL.replace(/\?/g, () => `$${++n}`)}`,
+      ['acc_part', auditId, new Date(TOMORROW + 5000 - DAY), new Date(TOMORROW + 5000 + DAY)],
+    );
+    const scanned = [
+      ...plan.rows
+        .map((r) => r['QUERY PLAN'])
+        .join('\n')
+        .matchAll(/ on (audit_log_\w+)/g),
+    ].map((m) => m[1]);
+    expect(scanned.sort()).toEqual(
+      [
+        'audit_log_historical',
+        dayPartitionName('audit_log', TOMORROW),
+        dayPartitionName('audit_log', TOMORROW + DAY),
+      ].sort(),
+    );
     // The moved record and the re-attached default are guarded as before.
     await expect(sql.query('delete from audit_log where id = $1', [auditId])).rejects.toThrow(/append-only/);
     await expect(sql.query(`truncate ${dayPartitionName('audit_log', TOMORROW)}`)).rejects.toThrow(
