@@ -274,6 +274,8 @@ export class WatchlistEntriesService {
     actor: Actor,
   ): Promise<EntryView> {
     return this.repo.transactional(async (em) => {
+      // Writers of an account's entries take its lock first (see `removeEntries`).
+      await lockAccount(em, accountId);
       await requireWatchlist(this.repo.lists, accountId, watchlistId, em, 'for share');
       const row = await this.repo.entries.deleteOne(em, accountId, watchlistId, entryId);
       if (!row) throw notFound(`Entry "${clip(entryId)}" of watchlist ${watchlistId}`);
@@ -328,6 +330,10 @@ export class WatchlistEntriesService {
     });
 
     await this.repo.transactional(async (em) => {
+      // The account's lock, as a bulk add takes it: an add of several batches holds the list's counter
+      // row (watchlist_entry_counts) from its first insert, so a removal running beside it, whose trigger
+      // waits on that row, must not hold a row the add's next batch inserts again (a deadlock).
+      await lockAccount(em, accountId);
       await requireWatchlist(this.repo.lists, accountId, watchlistId, em, 'for share');
       for (let i = 0; i < wanted.length; i += BATCH)
         for (const { id, i: index } of await this.repo.entries.deleteAt(

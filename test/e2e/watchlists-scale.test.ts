@@ -233,6 +233,70 @@ describe('watchlists at scale', () => {
     await expectCount(initech, max);
   }, 60_000);
 
+  it('removes entries under the account lock, as adds take it: a removal waits for an add, no deadlock', async () => {
+    // A bulk add of several batches holds its list's counter row from its first insert; a removal beside
+    // it that held a row the add inserts again would deadlock. Both take the account's lock first.
+    const svc = watchlistServices(orm, 1_000_000);
+    const hooli = (await accounts.customer('hooli')).account.id;
+    const list = await svc.lists.createWatchlist(hooli, { name: 'h' }, OPERATOR);
+    const [a, b] = [evmAddress(), evmAddress()];
+    const added = await svc.entries.addEntries(hooli, list.id, [{ target: a }, { target: b }], OPERATOR);
+    const holder = new pg.Client({ connectionString: testEnv.env.DATABASE_URL });
+    await holder.connect();
+    try {
+      // What an add in flight holds.
+      await holder.query('begin');
+      await holder.query('select 1 from accounts where id = $1 for no key update', [hooli]);
+      const finished: string[] = [];
+      const byTarget = svc.entries
+        .removeEntries(hooli, list.id, [{ target: a }], OPERATOR)
+        .then((r) => (finished.push('removeEntries'), r));
+      const byId = svc.entries
+        .removeEntry(hooli, list.id, added.results[1]!.id!, OPERATOR)
+        .then((r) => (finished.push('removeEntry'), r));
+      await new Promise((r) => setTimeout(r, 500));
+      expect(finished).toEqual([]);
+      await holder.query('commit');
+      expect((await byTarget).removed).toBe(1);
+      expect((await byId).target.toLowerCase()).toBe(b);
+      await expectCount(hooli, 0);
+    } finally {
+      await holder.end();
+    }
+  });
+
+  it('re-keys the counters (Migration20261128140000) beside an add in flight: it waits, counts the add once', async () => {
+    await orm.migrator.down({ to: 'Migration20261128130000' });
+    const stark = (await accounts.customer('stark')).account.id;
+    const listId = newId('wl');
+    const writer = new pg.Client({ connectionString: testEnv.env.DATABASE_URL });
+    await writer.connect();
+    try {
+      // A bulk add reads the counters (the ceiling) before it inserts entries.
+      await writer.query('begin');
+      await writer.query('select entries from watchlist_entry_counts where account_id = $1', [stark]);
+      let migrated = false;
+      const migration = orm.migrator.up().then(() => (migrated = true));
+      await new Promise((r) => setTimeout(r, 500));
+      expect(migrated).toBe(false); // waiting for the counters
+      await writer.query(
+        `insert into watchlist_entries (id, account_id, watchlist_id, chain, network, target, created_at)
+         values ($1, $2, $3, 'ethereum', $4, $5, now())`,
+        [newId('wle'), stark, listId, ETHEREUM, evmAddress()],
+      );
+      await writer.query('commit');
+      await migration;
+    } finally {
+      await writer.end();
+    }
+    const { rows } = await sql.query<{ entries: string }>(
+      'select entries from watchlist_entry_counts where account_id = $1 and watchlist_id = $2',
+      [stark, listId],
+    );
+    expect(rows.map((r) => Number(r.entries))).toEqual([1]);
+    await sql.query('delete from watchlist_entries where watchlist_id = $1', [listId]);
+  });
+
   describe('the fan-out of a list the planner has not seen', () => {
     const OLD_LIST = 40;
     const BIG = 30_000;

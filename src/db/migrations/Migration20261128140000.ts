@@ -11,13 +11,16 @@ import { Migration } from '@mikro-orm/migrations';
  * trigger runs after the list's row is gone.
  *
  * The table is emptied and refilled in this transaction, writers of watchlist_entries held meanwhile
- * (SHARE ROW EXCLUSIVE: reads go on): every entry is counted once, by the backfill or by the trigger.
+ * (SHARE ROW EXCLUSIVE: reads go on): every entry is counted once, by the backfill or by the trigger. The
+ * counter table is locked first: a bulk add reads it (the ceiling) before it inserts entries, so locking
+ * the entries first would wait for such an add while it waits for the counters (a deadlock).
  */
 export class Migration20261128140000 extends Migration {
 
   override name = 'Migration20261128140000';
 
   override up(): void | Promise<void> {
+    this.addSql(`lock table "watchlist_entry_counts" in access exclusive mode;`);
     this.addSql(`lock table "watchlist_entries" in share row exclusive mode;`);
     this.addSql(`delete from "watchlist_entry_counts";`);
     this.addSql(`alter table "watchlist_entry_counts" drop constraint "watchlist_entry_counts_pkey";`);
@@ -50,6 +53,7 @@ export class Migration20261128140000 extends Migration {
   }
 
   override down(): void | Promise<void> {
+    this.addSql(`lock table "watchlist_entry_counts" in access exclusive mode;`);
     this.addSql(`lock table "watchlist_entries" in share row exclusive mode;`);
     this.addSql(`delete from "watchlist_entry_counts";`);
     this.addSql(`alter table "watchlist_entry_counts" drop constraint "watchlist_entry_counts_pkey";`);
