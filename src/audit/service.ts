@@ -86,6 +86,8 @@ export interface AuditPrune {
  */
 export const AUDIT_BY_ID_SQL = `select ${COLUMNS} from audit_log where account_id = ? and id = ? and at >= ? and at < ?`;
 const DAY_MS = 86_400_000;
+/** How far below its top a page of the log is looked for first (see `page`). */
+const RECENT_MS = 7 * DAY_MS;
 const daysAround = (id: string, fallback: Date | string): [Date, Date] => {
   const t = idTime(id) ?? new Date(fallback).getTime();
   return [new Date(t - DAY_MS), new Date(t + DAY_MS)];
@@ -99,35 +101,54 @@ const daysAround = (id: string, fallback: Date | string): [Date, Date] => {
 export class AuditLogService {
   constructor(private readonly orm: Orm) {}
 
+  /**
+   * A page, newest first. It reads the week below its top first (the cursor's time, or now), and the
+   * older days only when that week held less than a page: PostgreSQL plans only the days a statement can
+   * reach, and a statement reaching every day of a 400-day retention costs 17–23 ms to plan (a week:
+   * under 1 ms). A page after a cursor reads nothing newer than the cursor's row.
+   */
   async page(accountId: string, q: AuditQuery): Promise<Page<AuditView>> {
-    const where = new Where('account_id = ?', accountId)
-      .andIf(q.action, 'action = ?')
-      .andIf(q.resource_type, 'resource_type = ?')
-      .andIf(q.resource_id, 'resource_id = ?')
-      .andIf(q.actor_id, 'actor_id = ?')
-      .andIf(q.since, 'at >= ?')
-      .andIf(q.until, 'at < ?');
-    if (q.cursor) {
-      // The cursor's time is to the millisecond; the row's own time (a record inserted with a finer one)
-      // places the page exactly. A pruned row falls back to the cursor's time.
-      const c = decodeCursor(q.cursor, 'aud');
-      const [from, to] = daysAround(c.id, c.at);
-      where.and(
-        `(at, id) < (coalesce((select p.at from audit_log p
-           where p.id = ? and p.account_id = ? and p.at >= ? and p.at < ?), ?), ?)`,
-        c.id,
-        accountId,
-        from,
-        to,
-        c.at,
-        c.id,
+    const c = q.cursor ? decodeCursor(q.cursor, 'aud') : undefined;
+    const filtered = () => {
+      const where = new Where('account_id = ?', accountId)
+        .andIf(q.action, 'action = ?')
+        .andIf(q.resource_type, 'resource_type = ?')
+        .andIf(q.resource_id, 'resource_id = ?')
+        .andIf(q.actor_id, 'actor_id = ?')
+        .andIf(q.since, 'at >= ?')
+        .andIf(q.until, 'at < ?');
+      if (c) {
+        // The cursor's time is to the millisecond; the row's own time (a record inserted with a finer
+        // one) places the page exactly. A pruned row falls back to the cursor's time.
+        const [from, to] = daysAround(c.id, c.at);
+        where.and(
+          `(at, id) < (coalesce((select p.at from audit_log p
+             where p.id = ? and p.account_id = ? and p.at >= ? and p.at < ?), ?), ?)`,
+          c.id,
+          accountId,
+          from,
+          to,
+          c.at,
+          c.id,
+        );
+        where.and('at < ?', new Date(new Date(c.at).getTime() + 1));
+      }
+      return where;
+    };
+    const read = (where: Where, limit: number) =>
+      run<AuditRow[]>(
+        this.orm,
+        `select ${COLUMNS} from audit_log where ${where.sql} order by at desc, id desc limit ?`,
+        [...where.params, limit],
       );
+    const recent = new Date((c ? new Date(c.at).getTime() : Date.now()) - RECENT_MS);
+    let rows: AuditRow[];
+    if (q.since && new Date(q.since) >= recent) rows = await read(filtered(), q.limit + 1);
+    else {
+      rows = await read(filtered().and('at >= ?', recent), q.limit + 1);
+      if (rows.length <= q.limit)
+        rows.push(...(await read(filtered().and('at < ?', recent), q.limit + 1 - rows.length)));
     }
-    const rows = await run<AuditRow[]>(
-      this.orm,
-      `select ${COLUMNS} from audit_log where ${where.sql} order by at desc, id desc limit ?`,
-      [...where.params, q.limit + 1],
-    );
     return keysetPage(rows.map(viewOf), q.limit, (r) => ({ at: r.at.toISOString(), id: r.id }));
   }
 

@@ -535,6 +535,39 @@ describe('audit log (built service, PostgreSQL)', () => {
     }, 120_000);
   });
 
+  it('pages across weeks: the newest week is read first, then older days, every record once and in order', async () => {
+    const daysAgo = [0.2, 3, 6.9, 7.1, 8, 30, 200, 390];
+    for (const [i, d] of daysAgo.entries()) {
+      const at = new Date(Date.now() - d * DAY_MS);
+      await sql.query(
+        `insert into audit_log (id, account_id, at, actor_type, actor_id, action, resource_type, resource_id)
+         values ($1, $2, $3, 'operator', 'test', 'test.weeks', 'test', $4)`,
+        [newId('aud', at.getTime()), globex.account.id, at, String(i)],
+      );
+    }
+    const order = daysAgo.map((_, i) => String(i));
+    for (const limit of ['1', '2', '3', '50']) {
+      const { seen } = await walk(globex, { action: 'test.weeks', limit });
+      expect(seen.map((r) => r.resource_id)).toEqual(order);
+    }
+    // A page that finds less than a page in the week below its top goes on into older days.
+    const first = await page(globex, { action: 'test.weeks', limit: '4' });
+    expect(first.data.map((r) => r.resource_id)).toEqual(['0', '1', '2', '3']);
+    // Bounded by since: within the week, or reaching older days.
+    const since = (d: number) => new Date(Date.now() - d * DAY_MS).toISOString();
+    expect(
+      (await page(globex, { action: 'test.weeks', since: since(5) })).data.map((r) => r.resource_id),
+    ).toEqual(['0', '1']);
+    expect(
+      (await page(globex, { action: 'test.weeks', since: since(31) })).data.map((r) => r.resource_id),
+    ).toEqual(['0', '1', '2', '3', '4', '5']);
+    expect(
+      (await page(globex, { action: 'test.weeks', until: since(7.5), limit: '2' })).data.map(
+        (r) => r.resource_id,
+      ),
+    ).toEqual(['4', '5']);
+  });
+
   it('pages records whose times are finer than a millisecond (a direct insert) exactly once', async () => {
     await sql.query(
       `insert into audit_log (id, account_id, at, actor_type, actor_id, action, resource_type, resource_id)
