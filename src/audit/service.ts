@@ -2,7 +2,7 @@ import { decodeCursor, keysetPage, type Page } from '../platform/cursor.js';
 import { idTime } from '../platform/ids.js';
 import { AppError } from '../platform/errors.js';
 import type { Orm } from '../db/orm.js';
-import { AUDIT_LOG, dropPartitionsBefore, rowPrunedPartitions } from '../db/partitions.js';
+import { AUDIT_LOG, DAY_MS, dropPartitionsBefore, rowPrunedPartitions } from '../db/partitions.js';
 import { run, time, Where, type Time } from '../db/sql.js';
 import type { ActorType } from './entities.js';
 
@@ -85,7 +85,6 @@ export interface AuditPrune {
  * statement on a warm connection, 47–55 ms on a new one; 1–3 partitions: under 1 ms).
  */
 export const AUDIT_BY_ID_SQL = `select ${COLUMNS} from audit_log where account_id = ? and id = ? and at >= ? and at < ?`;
-const DAY_MS = 86_400_000;
 /** How far below its top a page of the log is looked for first (see `page`). */
 const RECENT_MS = 7 * DAY_MS;
 const daysAround = (id: string, fallback: Date | string): [Date, Date] => {
@@ -199,7 +198,7 @@ export class AuditLogService {
   async prune(retentionDays: number, now = new Date()): Promise<AuditPrune> {
     if (retentionDays < MIN_RETENTION_DAYS)
       throw new Error(`audit retention of ${retentionDays} days refused: ${MIN_RETENTION_DAYS} at least`);
-    const cutoff = new Date(now.getTime() - retentionDays * 86_400_000);
+    const cutoff = new Date(now.getTime() - retentionDays * DAY_MS);
     const dropped = await dropPartitionsBefore(this.orm, AUDIT_LOG, cutoff);
     let deleted = 0;
     for (const partition of await rowPrunedPartitions(this.orm, AUDIT_LOG)) {

@@ -15,7 +15,7 @@ import { run, time, type Db, type Time } from './sql.js';
  * features' prunes (src/usage, src/audit, src/webhooks).
  */
 
-const DAY_MS = 86_400_000;
+export const DAY_MS = 86_400_000;
 /** DDL on a partitioned table waits this long for its lock, then fails (the job retries): readers and the
  *  inserts queued behind the DDL never wait longer than this. */
 const LOCK_TIMEOUT = '5s';

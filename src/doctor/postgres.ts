@@ -1,6 +1,12 @@
 import { MikroORM } from '@mikro-orm/postgresql';
 import { ormOptions } from '../db/config.js';
-import { DAY_PARTITIONED, defaultPartitionName, partitionsOf, startOfUtcDay } from '../db/partitions.js';
+import {
+  DAY_MS,
+  DAY_PARTITIONED,
+  defaultPartitionName,
+  partitionsOf,
+  startOfUtcDay,
+} from '../db/partitions.js';
 import { migrations } from '../db/migrations/index.js';
 import type { Finding } from './report.js';
 import { maskUrl } from './secrets.js';
@@ -152,7 +158,6 @@ async function pendingMigrations(run: Run): Promise<Finding> {
 const listed = (names: readonly string[]) =>
   names.length > 3 ? `${names.slice(0, 3).join(', ')}, …` : names.join(', ');
 
-const DAY_MS = 86_400_000;
 /** Rows counted in a default partition, at most (a count that large says enough). */
 const DEFAULT_ROWS_CAP = 10_000;
 const day = (ms: number) => new Date(ms).toISOString().slice(0, 10);
@@ -187,7 +192,7 @@ async function partitionsFinding(orm: MikroORM, run: Run): Promise<Finding> {
     const n = held?.n ?? 0;
     if (n > 0) waiting.push(`${fallback} ${n >= DEFAULT_ROWS_CAP ? `${DEFAULT_ROWS_CAP}+` : n} row(s)`);
     const ends = (await partitionsOf(orm.em, table)).map((p) => p.to?.getTime() ?? -Infinity);
-    madeTo = Math.min(madeTo, Math.max(-Infinity, ...ends));
+    madeTo = Math.min(madeTo, Math.max(...ends));
   }
   const through = Number.isFinite(madeTo) ? `made through ${day(madeTo - DAY_MS)} (UTC)` : 'none made';
   const job = "the scheduler's partitions-maintain job (daily, and at every scheduler start)";

@@ -62,6 +62,9 @@ export interface RemoveEntriesResult {
   results: RemoveResult[];
 }
 
+/** An entry's (network, target), the list's unique key, as one map key. */
+const pairKey = (network: string, target: string) => `${network} ${target}`;
+
 /** Rows per INSERT / DELETE statement (one JSON parameter each). */
 const BATCH = 1000;
 
@@ -133,7 +136,7 @@ export class WatchlistEntriesService {
         results[index] = entryError(index, input.target.trim(), err);
         return;
       }
-      const key = `${candidate.network.caip2} ${candidate.target}`;
+      const key = pairKey(candidate.network.caip2, candidate.target);
       const first = firstIndex.get(key);
       if (first !== undefined) {
         results[index] = {
@@ -195,7 +198,7 @@ export class WatchlistEntriesService {
     const found = await this.existingEntries(em, watchlistId, candidates);
     const fresh: Candidate[] = [];
     for (const c of candidates) {
-      const id = found.get(`${c.network.caip2} ${c.target}`);
+      const id = found.get(pairKey(c.network.caip2, c.target));
       if (id) results[c.index] = { index: c.index, target: c.target, status: 'exists', id };
       else fresh.push(c);
     }
@@ -237,9 +240,9 @@ export class WatchlistEntriesService {
         target_type: c.targetType,
       }));
       const inserted = await this.repo.entries.insert(em, accountId, watchlistId, rows);
-      const ids = new Map(inserted.map((r) => [`${r.network} ${r.target}`, r.id]));
+      const ids = new Map(inserted.map((r) => [pairKey(r.network, r.target), r.id]));
       for (const c of batch) {
-        const id = ids.get(`${c.network.caip2} ${c.target}`);
+        const id = ids.get(pairKey(c.network.caip2, c.target));
         if (id) results[c.index] = { index: c.index, target: c.target, status: 'created', id };
         else missed.push(c);
       }
@@ -251,7 +254,7 @@ export class WatchlistEntriesService {
         index: c.index,
         target: c.target,
         status: 'exists',
-        id: there.get(`${c.network.caip2} ${c.target}`) ?? '',
+        id: there.get(pairKey(c.network.caip2, c.target)) ?? '',
       };
   }
 
@@ -368,13 +371,13 @@ export class WatchlistEntriesService {
     candidates: readonly Candidate[],
   ): Promise<Map<string, string>> {
     const found = new Map<string, string>();
-    const wanted = new Set(candidates.map((c) => `${c.network.caip2} ${c.target}`));
+    const wanted = new Set(candidates.map((c) => pairKey(c.network.caip2, c.target)));
     for (let i = 0; i < candidates.length; i += BATCH) {
       const batch = candidates.slice(i, i + BATCH);
       const networks = [...new Set(batch.map((c) => c.network.caip2))];
       const targets = [...new Set(batch.map((c) => c.target))];
       for (const r of await this.repo.entries.withTargets(em, watchlistId, networks, targets)) {
-        const key = `${r.network} ${r.target}`;
+        const key = pairKey(r.network, r.target);
         if (wanted.has(key)) found.set(key, r.id);
       }
     }

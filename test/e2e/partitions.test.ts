@@ -209,6 +209,10 @@ describe('day partitions: made ahead, the default partition, retention', () => {
 
   it('lands inserts in DEFAULT while no job runs, then moves them into the day made for them', async () => {
     const { sql, orm } = t;
+    // Just migrated, no job run yet: nothing waits, no day ahead is made (worth knowing, not a warning).
+    const fresh = await doctorPartitions(t.url);
+    expect(fresh.status).toBe('info');
+    expect(fresh.detail).toMatch(/^day partitions made through \d{4}-\d{2}-\d{2} \(UTC\), none ahead yet: /);
     const waiting = [callAt(TOMORROW + 1000), callAt(TOMORROW + 2 * DAY + 1000), callAt(TODAY + 30 * DAY)];
     await insertCalls(orm, waiting);
     // A record's id carries its time, as the service makes them.
