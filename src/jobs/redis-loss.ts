@@ -12,7 +12,12 @@ export type Recovered = Record<string, number>;
 
 export interface RedisLossWatchDeps {
   /** Any client with SET … NX (a request-path client: it fails fast while Redis is down). */
-  redis: { set(key: string, value: string, nx: 'NX'): Promise<'OK' | null> };
+  redis: {
+    set(key: string, value: string, nx: 'NX'): Promise<'OK' | null>;
+    status: string;
+    once(event: 'ready', listener: () => void): unknown;
+    off(event: 'ready', listener: () => void): unknown;
+  };
   prefix: string;
   /** This process, written in the marker (who set it, for someone reading Redis by hand). */
   owner: string;
@@ -91,10 +96,18 @@ export function startRedisLossWatch(deps: RedisLossWatchDeps): () => Promise<voi
     // One check at a time: a slow recovery is not started twice.
     running ??= check().finally(() => (running = undefined));
   };
-  tick();
-  const timer = setInterval(tick, deps.checkMs ?? CHECK_MS);
-  timer.unref();
+  // The first check waits for the connection: one sent before it would fail (no offline queue), and the
+  // next one, 5 s later, would take a flush made meanwhile for the marker missing at start (not counted).
+  let timer: NodeJS.Timeout | undefined;
+  const start = () => {
+    tick();
+    timer = setInterval(tick, deps.checkMs ?? CHECK_MS);
+    timer.unref();
+  };
+  if (deps.redis.status === 'ready') start();
+  else deps.redis.once('ready', start);
   return async () => {
+    deps.redis.off('ready', start);
     clearInterval(timer);
     await running;
   };
